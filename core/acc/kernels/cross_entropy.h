@@ -1,0 +1,28 @@
+#pragma once
+// Cross-entropy of logits [N, V] (f32) against int32 targets [N], processed in row chunks so a
+// large vocabulary never needs a second [N, V] buffer. Rows whose target equals ignore_index
+// contribute no loss and get a zero gradient.
+#include <cstdint>
+
+namespace acc::kernels {
+
+// losses[i] = lse_i - logits[i, target_i] (0 for ignored rows); lse is saved for backward.
+// Returns the number of rows that were not ignored. Targets outside [0, V) (other than
+// ignore_index) throw acc::Error naming the row and value.
+int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* losses, float* lse,
+                          int64_t N, int64_t V, int32_t ignore_index = -100);
+// dlogits[i, :] = dloss[i] * (softmax(logits[i]) - onehot(target_i)); 0 for ignored rows.
+// dlogits may alias logits (in-place, saves N*V floats).
+void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
+                       const float* dloss, float* dlogits, int64_t N, int64_t V,
+                       int32_t ignore_index = -100);
+
+namespace ref {
+int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* losses, float* lse,
+                          int64_t N, int64_t V, int32_t ignore_index = -100);
+void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
+                       const float* dloss, float* dlogits, int64_t N, int64_t V,
+                       int32_t ignore_index = -100);
+}  // namespace ref
+
+}  // namespace acc::kernels

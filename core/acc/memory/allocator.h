@@ -1,0 +1,62 @@
+#pragma once
+// The one allocator behind every tensor. It hands out 64-byte aligned blocks and counts the
+// requested bytes, current and peak, per category, so that memory claims (ZeRO formulas per
+// rank) can be checked exactly. The category of an allocation is the innermost active
+// CategoryScope on the allocating thread.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace acc::memory {
+
+enum class Category : uint8_t {
+  parameters,
+  gradients,
+  optimizer_state,
+  activations,
+  communication,
+  offload,
+  other,
+};
+inline constexpr size_t kNumCategories = 7;
+inline constexpr size_t kAlignment = 64;
+
+std::string_view category_name(Category c);
+
+// Allocates nbytes (0 allowed) aligned to kAlignment, counted under `category`.
+void* allocate(size_t nbytes, Category category);
+// Releases a block from allocate(); nbytes and category must be those it was allocated with.
+void deallocate(void* ptr, size_t nbytes, Category category) noexcept;
+
+// The category new allocations on this thread are counted under (default: other).
+Category current_category();
+
+// RAII: allocations on this thread inside the scope are counted under `category`.
+class CategoryScope {
+ public:
+  explicit CategoryScope(Category category);
+  ~CategoryScope();
+  CategoryScope(const CategoryScope&) = delete;
+  CategoryScope& operator=(const CategoryScope&) = delete;
+
+ private:
+  Category previous_;
+};
+
+struct Usage {
+  int64_t current = 0;  // bytes live now
+  int64_t peak = 0;     // highest `current` since the last reset_peaks()
+};
+
+struct Report {
+  std::array<Usage, kNumCategories> by_category{};
+  Usage total;  // peak of the sum, not the sum of peaks
+  const Usage& operator[](Category c) const { return by_category[static_cast<size_t>(c)]; }
+};
+
+Report report();
+// Sets every peak to the current value, so the next phase's peaks can be measured.
+void reset_peaks();
+
+}  // namespace acc::memory

@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "acc/memory/allocator.h"
+#include "acc/tensor/tensor.h"
+
+namespace acc {
+namespace {
+
+using memory::Category;
+
+TEST(Allocator, CountsRequestedBytesPerCategoryExactly) {
+  const auto before = memory::report();
+  void* p = memory::allocate(100, Category::gradients);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % memory::kAlignment, 0u);
+  auto mid = memory::report();
+  EXPECT_EQ(mid[Category::gradients].current - before[Category::gradients].current, 100);
+  EXPECT_EQ(mid.total.current - before.total.current, 100);
+  memory::deallocate(p, 100, Category::gradients);
+  EXPECT_EQ(memory::report()[Category::gradients].current, before[Category::gradients].current);
+}
+
+TEST(Allocator, ScopeSetsCategoryOfTensorsAndRestoresIt) {
+  const auto before = memory::report();
+  {
+    memory::CategoryScope scope(Category::optimizer_state);
+    Tensor m = Tensor::zeros({10, 10});
+    EXPECT_EQ(memory::report()[Category::optimizer_state].current - before[Category::optimizer_state].current,
+              400);
+    {
+      memory::CategoryScope inner(Category::activations);
+      EXPECT_EQ(memory::current_category(), Category::activations);
+    }
+    EXPECT_EQ(memory::current_category(), Category::optimizer_state);
+  }
+  EXPECT_EQ(memory::current_category(), Category::other);
+  EXPECT_EQ(memory::report()[Category::optimizer_state].current, before[Category::optimizer_state].current);
+}
+
+TEST(Allocator, PeakFollowsHighWaterMarkAndResets) {
+  memory::reset_peaks();
+  const int64_t base = memory::report()[Category::activations].current;
+  {
+    memory::CategoryScope scope(Category::activations);
+    Tensor a = Tensor::empty({1000});  // 4000 bytes
+    { Tensor b = Tensor::empty({500}, DType::bf16); }  // +1000 then freed
+  }
+  auto r = memory::report();
+  EXPECT_EQ(r[Category::activations].current, base);
+  EXPECT_EQ(r[Category::activations].peak, base + 5000);
+  memory::reset_peaks();
+  EXPECT_EQ(memory::report()[Category::activations].peak, base);
+}
+
+TEST(Allocator, ViewsDoNotAllocate) {
+  Tensor flat = Tensor::zeros({64});
+  const auto before = memory::report();
+  Tensor v = flat.slice_flat(16, {4, 4});
+  EXPECT_EQ(memory::report().total.current, before.total.current);
+  EXPECT_TRUE(v.shares_storage(flat));
+}
+
+}  // namespace
+}  // namespace acc
