@@ -1,0 +1,199 @@
+#include "acc/kernels/matmul.h"
+
+#include <dnnl.hpp>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "acc/kernels/convert.h"
+#include "acc/util/error.h"
+
+namespace acc::kernels {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// One stream per calling thread, so concurrent callers never share stream state.
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+dt dnnl_type(DType t) { return t == DType::bf16 ? dt::bf16 : dt::f32; }
+
+// Everything a oneDNN matmul primitive is specialised on.
+struct PrimitiveKey {
+  int64_t batch, M, N, K;
+  bool trans_a, trans_b;
+  DType ab_type, c_type;
+  bool accumulate, bias;
+  bool operator==(const PrimitiveKey& o) const {
+    return std::tie(batch, M, N, K, trans_a, trans_b, ab_type, c_type, accumulate, bias) ==
+           std::tie(o.batch, o.M, o.N, o.K, o.trans_a, o.trans_b, o.ab_type, o.c_type, o.accumulate,
+                    o.bias);
+  }
+};
+
+struct PrimitiveKeyHash {
+  size_t operator()(const PrimitiveKey& k) const {
+    size_t h = 0;
+    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(static_cast<uint64_t>(k.batch));
+    mix(static_cast<uint64_t>(k.M));
+    mix(static_cast<uint64_t>(k.N));
+    mix(static_cast<uint64_t>(k.K));
+    mix((uint64_t{k.trans_a} << 0) | (uint64_t{k.trans_b} << 1) | (uint64_t{k.accumulate} << 2) |
+        (uint64_t{k.bias} << 3) | (static_cast<uint64_t>(k.ab_type) << 8) |
+        (static_cast<uint64_t>(k.c_type) << 16));
+    return h;
+  }
+};
+
+// A logical [batch,] rows x cols matrix, densely stored either row-major or (transposed) as
+// cols x rows; transposition is expressed purely through strides, so nothing is copied.
+dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool stored_transposed,
+                               dt type) {
+  const int64_t row_stride = stored_transposed ? 1 : cols;
+  const int64_t col_stride = stored_transposed ? rows : 1;
+  if (batch == 1) return {dims{rows, cols}, type, dims{row_stride, col_stride}};
+  return {dims{batch, rows, cols}, type, dims{rows * cols, row_stride, col_stride}};
+}
+
+struct Product {
+  dnnl::memory::desc a, b, c, bias;
+  dnnl::matmul primitive;
+};
+
+Product make_product(const PrimitiveKey& k) {
+  Product p;
+  p.a = matrix_desc(k.batch, k.M, k.K, k.trans_a, dnnl_type(k.ab_type));
+  p.b = matrix_desc(k.batch, k.K, k.N, k.trans_b, dnnl_type(k.ab_type));
+  p.c = matrix_desc(k.batch, k.M, k.N, false, dnnl_type(k.c_type));
+  if (k.bias) p.bias = k.batch == 1 ? dnnl::memory::desc(dims{1, k.N}, dt::f32, dims{k.N, 1})
+                                    : dnnl::memory::desc(dims{1, 1, k.N}, dt::f32, dims{k.N, k.N, 1});
+  dnnl::primitive_attr attr;
+  if (k.accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.f);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::desc desc = k.bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c)
+                                         : dnnl::matmul::desc(p.a, p.b, p.c);
+  p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine()));
+  return p;
+}
+
+// Primitives are built once per key and shared; executing one from several threads at once is
+// allowed by oneDNN, so only lookup and insertion need the lock.
+const Product& cached_product(const PrimitiveKey& k) {
+  static std::mutex mutex;
+  static std::unordered_map<PrimitiveKey, std::unique_ptr<Product>, PrimitiveKeyHash> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(k);
+  if (it == cache.end()) it = cache.emplace(k, std::make_unique<Product>(make_product(k))).first;
+  return *it->second;
+}
+
+void execute(const PrimitiveKey& k, const void* A, const void* B, void* C, const float* bias) {
+  const Product& p = cached_product(k);
+  auto& eng = cpu_engine();
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(p.a, eng, const_cast<void*>(A))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, eng, const_cast<void*>(B))},
+      {DNNL_ARG_DST, dnnl::memory(p.c, eng, C)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, eng, const_cast<float*>(bias)));
+  dnnl::stream& stream = thread_stream();
+  p.primitive.execute(stream, args);
+  stream.wait();
+}
+
+void check_shape(const char* op, const MatmulShape& s) {
+  ACC_CHECK(s.M >= 0 && s.N >= 0 && s.K >= 0, op, ": expected non-negative sizes, got M=", s.M,
+            " N=", s.N, " K=", s.K);
+  ACC_CHECK(is_floating(s.ab_type) && is_floating(s.c_type), op,
+            ": A/B and C must be f32 or bf16, got ab_type=", dtype_name(s.ab_type),
+            " c_type=", dtype_name(s.c_type));
+  ACC_CHECK(!s.accumulate || s.c_type == DType::f32, op,
+            ": accumulate needs an f32 C, got c_type=", dtype_name(s.c_type));
+}
+
+// K == 0: the product is all zeros, so C becomes (or keeps, with accumulate) just the bias.
+void empty_product(int64_t rows, void* C, const MatmulShape& s, const float* bias) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < s.N; ++j) {
+      const float add = bias ? bias[j] : 0.f;
+      if (s.c_type == DType::f32) {
+        float& c = static_cast<float*>(C)[i * s.N + j];
+        c = (s.accumulate ? c : 0.f) + add;
+      } else {
+        static_cast<bfloat16*>(C)[i * s.N + j] = to_bf16(add);
+      }
+    }
+}
+
+// `batch` dense products laid out back to back.
+void dense_products(int64_t batch, const void* A, const void* B, void* C, const MatmulShape& s,
+                    const float* bias) {
+  if (s.M == 0 || s.N == 0) return;
+  if (s.K == 0) return empty_product(batch * s.M, C, s, bias);
+  PrimitiveKey key{batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.ab_type, s.c_type, s.accumulate,
+                   bias != nullptr};
+  std::vector<float> a32, b32;
+  if (s.ab_type == DType::bf16 && !has_native_bf16()) {
+    // No native bf16: widen the operands once and run the f32 GEMM (see matmul.h for why).
+    a32.resize(static_cast<size_t>(batch * s.M * s.K));
+    b32.resize(static_cast<size_t>(batch * s.K * s.N));
+    bf16_to_f32(static_cast<const bfloat16*>(A), a32.data(), static_cast<int64_t>(a32.size()));
+    bf16_to_f32(static_cast<const bfloat16*>(B), b32.data(), static_cast<int64_t>(b32.size()));
+    A = a32.data(), B = b32.data();
+    key.ab_type = DType::f32;
+  }
+  if (key.ab_type == DType::bf16 || key.c_type == DType::f32) return execute(key, A, B, C, bias);
+  // oneDNN has no f32 x f32 -> bf16 matmul: produce f32, then round.
+  std::vector<float> c32(static_cast<size_t>(batch * s.M * s.N));
+  key.c_type = DType::f32;
+  execute(key, A, B, c32.data(), bias);
+  f32_to_bf16(c32.data(), static_cast<bfloat16*>(C), static_cast<int64_t>(c32.size()));
+}
+
+}  // namespace
+
+bool has_native_bf16() {
+  static const bool native = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return native;
+}
+
+void matmul(const void* A, const void* B, void* C, const MatmulShape& s, const float* bias) {
+  check_shape("matmul", s);
+  dense_products(1, A, B, C, s, bias);
+}
+
+void batched_matmul(int64_t batch, const void* A, int64_t stride_a, const void* B, int64_t stride_b,
+                    void* C, int64_t stride_c, const MatmulShape& s) {
+  check_shape("batched_matmul", s);
+  ACC_CHECK(batch >= 0, "batched_matmul: expected a non-negative batch, got ", batch);
+  if (batch == 0) return;
+  if (stride_a == s.M * s.K && stride_b == s.K * s.N && stride_c == s.M * s.N)
+    return dense_products(batch, A, B, C, s, nullptr);
+  const size_t ab = dtype_size(s.ab_type), c = dtype_size(s.c_type);
+  for (int64_t i = 0; i < batch; ++i)
+    dense_products(1, static_cast<const char*>(A) + i * stride_a * ab,
+                   static_cast<const char*>(B) + i * stride_b * ab,
+                   static_cast<char*>(C) + i * stride_c * c, s, nullptr);
+}
+
+}  // namespace acc::kernels
