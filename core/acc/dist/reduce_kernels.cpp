@@ -1,0 +1,139 @@
+#include "acc/dist/reduce_kernels.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "acc/kernels/convert.h"
+#include "acc/util/error.h"
+
+namespace acc::dist::kernels {
+namespace {
+
+// Integer sums wrap: add as unsigned so overflow is defined.
+template <class T, class U>
+void add_wrapping(T* acc, const T* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] = static_cast<T>(static_cast<U>(acc[i]) + static_cast<U>(src[i]));
+}
+
+void check_scale(DType dtype, float scale) {
+  ACC_CHECK(is_floating(dtype) || scale == 1.f, "store_accumulator: scale ", scale,
+            " on ", dtype_name(dtype), "; integer results cannot be scaled");
+}
+
+// Widen 8 bf16 values to f32: the bf16 bits are the top half of the f32.
+inline __m256 load8_bf16(const bfloat16* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+}  // namespace
+
+void load_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
+  if (dtype == DType::bf16)
+    acc::kernels::bf16_to_f32(static_cast<const bfloat16*>(src), static_cast<float*>(acc), n);
+  else
+    std::memcpy(acc, src, static_cast<size_t>(n) * dtype_size(dtype));
+}
+
+void add_to_accumulator(void* acc_v, const void* src_v, DType dtype, int64_t n) {
+  switch (dtype) {
+    case DType::f32: {  // plain loop: GCC emits 8-wide vaddps at -O3 -march=x86-64-v3
+      float* acc = static_cast<float*>(acc_v);
+      const float* src = static_cast<const float*>(src_v);
+      for (int64_t i = 0; i < n; ++i) acc[i] += src[i];
+      return;
+    }
+    case DType::bf16: {
+      float* acc = static_cast<float*>(acc_v);
+      const bfloat16* src = static_cast<const bfloat16*>(src_v);
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), load8_bf16(src + i)));
+        _mm256_storeu_ps(acc + i + 8,
+                         _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), load8_bf16(src + i + 8)));
+      }
+      for (; i < n; ++i) acc[i] += acc::kernels::to_f32(src[i]);
+      return;
+    }
+    case DType::i32:
+      add_wrapping<int32_t, uint32_t>(static_cast<int32_t*>(acc_v),
+                                      static_cast<const int32_t*>(src_v), n);
+      return;
+    case DType::i64:
+      add_wrapping<int64_t, uint64_t>(static_cast<int64_t*>(acc_v),
+                                      static_cast<const int64_t*>(src_v), n);
+      return;
+  }
+}
+
+void store_accumulator(void* acc_v, void* dst, DType dtype, int64_t n, float scale) {
+  check_scale(dtype, scale);
+  if (is_floating(dtype) && scale != 1.f) {
+    float* acc = static_cast<float*>(acc_v);
+    for (int64_t i = 0; i < n; ++i) acc[i] *= scale;
+  }
+  if (dtype == DType::bf16)
+    acc::kernels::f32_to_bf16(static_cast<const float*>(acc_v), static_cast<bfloat16*>(dst), n);
+  else if (acc_v != dst)
+    std::memcpy(dst, acc_v, static_cast<size_t>(n) * dtype_size(dtype));
+}
+
+namespace ref {
+
+void load_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::f32: static_cast<float*>(acc)[i] = static_cast<const float*>(src)[i]; break;
+      case DType::bf16:
+        static_cast<float*>(acc)[i] = acc::kernels::to_f32(static_cast<const bfloat16*>(src)[i]);
+        break;
+      case DType::i32: static_cast<int32_t*>(acc)[i] = static_cast<const int32_t*>(src)[i]; break;
+      case DType::i64: static_cast<int64_t*>(acc)[i] = static_cast<const int64_t*>(src)[i]; break;
+    }
+  }
+}
+
+void add_to_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::f32: static_cast<float*>(acc)[i] += static_cast<const float*>(src)[i]; break;
+      case DType::bf16:
+        static_cast<float*>(acc)[i] += acc::kernels::to_f32(static_cast<const bfloat16*>(src)[i]);
+        break;
+      case DType::i32: {
+        auto* a = static_cast<int32_t*>(acc) + i;
+        *a = static_cast<int32_t>(static_cast<uint32_t>(*a) +
+                                  static_cast<uint32_t>(static_cast<const int32_t*>(src)[i]));
+        break;
+      }
+      case DType::i64: {
+        auto* a = static_cast<int64_t*>(acc) + i;
+        *a = static_cast<int64_t>(static_cast<uint64_t>(*a) +
+                                  static_cast<uint64_t>(static_cast<const int64_t*>(src)[i]));
+        break;
+      }
+    }
+  }
+}
+
+void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale) {
+  check_scale(dtype, scale);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::f32:
+        static_cast<float*>(dst)[i] = static_cast<const float*>(acc)[i] * scale;
+        break;
+      case DType::bf16:
+        static_cast<bfloat16*>(dst)[i] =
+            acc::kernels::to_bf16(static_cast<const float*>(acc)[i] * scale);
+        break;
+      case DType::i32: static_cast<int32_t*>(dst)[i] = static_cast<const int32_t*>(acc)[i]; break;
+      case DType::i64: static_cast<int64_t*>(dst)[i] = static_cast<const int64_t*>(acc)[i]; break;
+    }
+  }
+}
+
+}  // namespace ref
+}  // namespace acc::dist::kernels

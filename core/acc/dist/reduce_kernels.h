@@ -1,0 +1,28 @@
+#pragma once
+// The reductions behind reduce_scatter / all_reduce in backends that move bytes themselves.
+// Partial sums live in an accumulator of accumulator_dtype(dtype): f32 for f32 and bf16 (bf16
+// is summed in f32 and rounded once at the end), the type itself for i32 / i64 (integer sums
+// wrap around on overflow, as two's complement).
+#include <cstdint>
+
+#include "acc/tensor/dtype.h"
+
+namespace acc::dist::kernels {
+
+constexpr DType accumulator_dtype(DType t) { return t == DType::bf16 ? DType::f32 : t; }
+
+// acc[i] = src[i] (converted to the accumulator type).
+void load_accumulator(void* acc, const void* src, DType dtype, int64_t n);
+// acc[i] += src[i].
+void add_to_accumulator(void* acc, const void* src, DType dtype, int64_t n);
+// dst[i] = acc[i] * scale (scale must be 1 for integers); bf16 rounds to nearest even.
+// May overwrite acc (it is scaled in place).
+void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale);
+
+namespace ref {
+void load_accumulator(void* acc, const void* src, DType dtype, int64_t n);
+void add_to_accumulator(void* acc, const void* src, DType dtype, int64_t n);
+void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale);
+}  // namespace ref
+
+}  // namespace acc::dist::kernels

@@ -1,0 +1,43 @@
+#pragma once
+// acc::dist::Work: the handle of one asynchronous communication. Backends complete it from
+// their own thread; the user thread waits on it. A failure in the backend (timeout, peer lost)
+// is stored in the Work and thrown at wait(), so errors surface where the result is needed.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace acc::dist {
+
+class Work {
+ public:
+  explicit Work(std::string description) : description_(std::move(description)) {}
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  // What this work is, e.g. "all_gather #12 on group 'world' (ranks [0, 1])".
+  const std::string& description() const { return description_; }
+  bool is_completed() const;
+  // Blocks until done. Throws acc::Error with the backend's message if the work failed, or if
+  // `timeout` is given and passes first (the work itself then keeps running in the backend,
+  // which enforces ACC_COMM_TIMEOUT on its own).
+  void wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt);
+
+  // Backend side: exactly one of these is called, once.
+  void mark_done();
+  void mark_failed(std::string message);
+
+  // A work that is already finished (single-process group, empty transfers).
+  static std::shared_ptr<Work> completed(std::string description);
+
+ private:
+  std::string description_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string error_;  // non-empty once failed
+};
+
+}  // namespace acc::dist
