@@ -3,29 +3,17 @@
 #include <immintrin.h>
 #include <tbb/parallel_for.h>
 
+#include "acc/kernels/detail/bf16_avx2.h"
+
 namespace acc::kernels {
 namespace {
 
 constexpr int64_t kGrain = 1 << 16;
 
-// AVX2 round-to-nearest-even of 8 floats to bf16, NaNs made quiet: the vector twin of to_bf16.
-__m128i pack8_bf16(__m256 f) {
-  const __m256i u = _mm256_castps_si256(f);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
-  r = _mm256_srli_epi32(r, 16);
-  const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-  const __m256 is_nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
-  r = _mm256_blendv_epi8(r, quiet_nan, _mm256_castps_si256(is_nan));
-  // Narrow 8 x u32 (each < 65536) to 8 x u16 without saturation surprises.
-  const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
-  return _mm_packus_epi32(lo, hi);
-}
-
 void f32_to_bf16_serial(const float* src, bfloat16* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), pack8_bf16(_mm256_loadu_ps(src + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), detail::pack8_bf16(_mm256_loadu_ps(src + i)));
   for (; i < n; ++i) dst[i] = to_bf16(src[i]);
 }
 
