@@ -1,0 +1,108 @@
+#include "acc/runtime/init.h"
+
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+
+#include "acc/dist/single_process_group.h"
+#include "acc/plugin/registry.h"
+#include "acc/runtime/threads.h"
+#include "acc/util/error.h"
+#include "acc/util/log.h"
+
+namespace acc {
+namespace {
+
+std::mutex g_mutex;
+std::shared_ptr<dist::ProcessGroup> g_world;
+dist::Topology g_topology;
+bool g_initialized = false;
+
+// An uncaught exception on one rank must stop every rank: peers blocked in a collective with
+// this rank would otherwise wait for their timeout.
+[[noreturn]] void terminate_handler() {
+  std::string what = "unknown exception";
+  if (auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    } catch (...) {
+    }
+  } else {
+    what = "std::terminate called without an exception";
+  }
+  log::error("uncaught error, aborting the job: {}", what);
+  log::logger().flush();
+  std::shared_ptr<dist::ProcessGroup> world = g_world;  // no lock: we may hold it already
+  if (world) world->abort(1);
+  std::abort();
+}
+
+std::string backend_name(const dist::Topology& t) {
+  if (const char* env = std::getenv("ACC_COMM_BACKEND"); env && *env) return env;
+  return t.world_size > 1 ? "mpi" : "single";
+}
+
+}  // namespace
+
+void init(int /*argc*/, char** /*argv*/) {
+  std::lock_guard lock(g_mutex);
+  ACC_CHECK(!g_initialized, "acc::init: called twice; call it once at the start of main");
+  log::init();
+  g_topology = dist::topology_from_env();
+  if (g_topology.world_size > 1) log::set_rank(g_topology.rank, g_topology.world_size);
+  std::set_terminate(terminate_handler);
+
+  const std::string backend = backend_name(g_topology);
+  if (backend == "single") {
+    ACC_CHECK(g_topology.world_size == 1, "acc::init: the single-process group cannot serve a ",
+              "world of ", g_topology.world_size, " ranks; unset ACC_COMM_BACKEND");
+    g_world = std::make_shared<dist::SingleProcessGroup>();
+  } else {
+    g_world = plugin::Registry::global().make_comm_backend(backend, g_topology);
+  }
+  ACC_CHECK(g_world->size() == g_topology.world_size && g_world->rank() == g_topology.rank,
+            "acc::init: comm backend '", backend, "' reports rank ", g_world->rank(), " of ",
+            g_world->size(), " but the environment says rank ", g_topology.rank, " of ",
+            g_topology.world_size);
+  runtime::set_num_threads(runtime::default_num_threads(g_topology.local_size));
+  g_initialized = true;
+  static const bool registered = (std::atexit(shutdown), true);
+  (void)registered;
+  log::debug("acc initialised: rank {}/{} (local {}/{}, node {}/{}), backend {}, {} threads",
+             g_topology.rank, g_topology.world_size, g_topology.local_rank,
+             g_topology.local_size, g_topology.node, g_topology.num_nodes, backend,
+             runtime::num_threads());
+}
+
+bool initialized() {
+  std::lock_guard lock(g_mutex);
+  return g_initialized;
+}
+
+void shutdown() {
+  std::shared_ptr<dist::ProcessGroup> world;
+  {
+    std::lock_guard lock(g_mutex);
+    world.swap(g_world);
+    g_initialized = false;
+  }
+  world.reset();  // outside the lock: a backend may block while finalizing
+}
+
+dist::ProcessGroup& world() { return *world_ptr(); }
+
+std::shared_ptr<dist::ProcessGroup> world_ptr() {
+  std::lock_guard lock(g_mutex);
+  ACC_CHECK(g_world, "acc::world: acc::init(argc, argv) has not run (or shutdown() has)");
+  return g_world;
+}
+
+const dist::Topology& topology() {
+  std::lock_guard lock(g_mutex);
+  ACC_CHECK(g_initialized, "acc::topology: acc::init(argc, argv) has not run");
+  return g_topology;
+}
+
+}  // namespace acc
