@@ -1,12 +1,14 @@
 #include "acc/data/idx.h"
 
 #include <Poco/Exception.h>
+#include <Poco/DeflatingStream.h>
 #include <Poco/InflatingStream.h>
 
 #include <fstream>
 #include <iterator>
 #include <sstream>
 
+#include "acc/io/atomic_file.h"
 #include "acc/util/error.h"
 
 namespace acc::data {
@@ -59,6 +61,30 @@ IdxArray read_idx(const std::filesystem::path& path) {
             bytes.size() - offset, " (truncated?)");
   array.values.assign(bytes.begin() + static_cast<std::ptrdiff_t>(offset), bytes.end());
   return array;
+}
+
+void write_idx(const std::filesystem::path& path, const IdxArray& array, bool gzip) {
+  ACC_CHECK(!array.dims.empty() && array.dims.size() < 256, "write_idx '", path.string(),
+            "': needs 1 to 255 dimensions, got ", array.dims.size());
+  ACC_CHECK(static_cast<int64_t>(array.values.size()) == shape_numel(array.dims), "write_idx '",
+            path.string(), "': ", array.values.size(), " values do not fill dimensions ",
+            shape_str(array.dims));
+  std::string bytes = {0, 0, 0x08, static_cast<char>(array.dims.size())};
+  for (int64_t d : array.dims) {
+    ACC_CHECK(d >= 0 && d <= 0xffffffffLL, "write_idx '", path.string(), "': dimension ", d,
+              " does not fit the format's uint32");
+    for (int shift : {24, 16, 8, 0}) bytes += static_cast<char>((d >> shift) & 0xff);
+  }
+  bytes.append(array.values.begin(), array.values.end());
+  io::write_file_atomically(path, [&](std::ostream& out) {
+    if (!gzip) {
+      out << bytes;
+      return;
+    }
+    Poco::DeflatingOutputStream deflate(out, Poco::DeflatingStreamBuf::STREAM_GZIP);
+    deflate << bytes;
+    deflate.close();
+  });
 }
 
 MnistDataset::MnistDataset(const std::filesystem::path& images, const std::filesystem::path& labels) {

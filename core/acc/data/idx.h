@@ -17,6 +17,8 @@ struct IdxArray {
 };
 
 IdxArray read_idx(const std::filesystem::path& path);
+// Writes an unsigned-byte IDX file (gzip-compressed if `gzip`), through a temporary file.
+void write_idx(const std::filesystem::path& path, const IdxArray& array, bool gzip = false);
 
 // An image classification set from an IDX image file [N, rows, cols] and an IDX label file [N].
 // Batches hold "images" f32[B, 1, rows, cols] with pixels scaled to [0, 1] and "labels" i32[B].
