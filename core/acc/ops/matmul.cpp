@@ -1,0 +1,121 @@
+#include "acc/ops/matmul.h"
+
+#include "acc/autograd/function.h"
+#include "acc/kernels/matmul.h"
+#include "acc/ops/detail.h"
+
+namespace acc::ops {
+
+namespace {
+
+DType compute_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  ACC_CHECK(is_floating(a.dtype()) && is_floating(b.dtype()), op, ": expected f32/bf16 operands, got ",
+            a.describe(), " and ", b.describe());
+  return a.dtype() == DType::bf16 || b.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+}
+
+// t in dtype, without autograd state (a detached handle or a converted copy).
+Tensor in_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t.detach();
+  memory::CategoryScope scope(memory::Category::activations);
+  return t.to(dtype);
+}
+
+// op(X) * op(Y) for 2-D or batched 3-D operands of one dtype; f32 result.
+Tensor product(const Tensor& X, const Tensor& Y, bool tx, bool ty, const char* op) {
+  const bool batched = X.dim() == 3;
+  ACC_CHECK((X.dim() == 2 || batched) && Y.dim() == X.dim() && (!batched || X.size(0) == Y.size(0)),
+            op, ": expected two 2-D matrices or two 3-D batches of the same size, got ",
+            X.describe(), " and ", Y.describe());
+  kernels::MatmulShape s;
+  s.trans_a = tx;
+  s.trans_b = ty;
+  s.M = tx ? X.size(-1) : X.size(-2);
+  s.K = tx ? X.size(-2) : X.size(-1);
+  const int64_t k2 = ty ? Y.size(-1) : Y.size(-2);
+  s.N = ty ? Y.size(-2) : Y.size(-1);
+  ACC_CHECK(s.K == k2, op, ": inner dimensions differ: ", X.describe(), (tx ? "^T" : ""), " * ",
+            Y.describe(), (ty ? "^T" : ""), " (", s.K, " vs ", k2, ")");
+  s.ab_type = X.dtype();
+  Shape out_shape = batched ? Shape{X.size(0), s.M, s.N} : Shape{s.M, s.N};
+  Tensor out = detail::new_output(out_shape);
+  if (batched)
+    kernels::batched_matmul(X.size(0), X.raw_data(), s.M * s.K, Y.raw_data(), s.K * s.N,
+                            out.raw_data(), s.M * s.N, s);
+  else
+    kernels::matmul(X.raw_data(), Y.raw_data(), out.raw_data(), s);
+  return out;
+}
+
+// Gradients of C = op(A) op(B) for both operands (stored layouts), given dC in A's dtype.
+std::vector<Tensor> product_grads(const Tensor& A, const Tensor& B, bool ta, bool tb,
+                                  const Tensor& dC, bool need_a, bool need_b) {
+  const char* op = "matmul backward";
+  Tensor dA, dB;
+  if (!ta && !tb) {
+    if (need_a) dA = product(dC, B, false, true, op);
+    if (need_b) dB = product(A, dC, true, false, op);
+  } else if (ta && !tb) {
+    if (need_a) dA = product(B, dC, false, true, op);
+    if (need_b) dB = product(A, dC, false, false, op);
+  } else if (!ta && tb) {
+    if (need_a) dA = product(dC, B, false, false, op);
+    if (need_b) dB = product(dC, A, true, false, op);
+  } else {
+    if (need_a) dA = product(B, dC, true, true, op);
+    if (need_b) dB = product(dC, A, true, true, op);
+  }
+  return {dA, dB};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) {
+  detail::check_defined(a_in, "matmul", "a");
+  detail::check_defined(b_in, "matmul", "b");
+  const DType dtype = compute_dtype(a_in, b_in, "matmul");
+  Tensor a = in_dtype(a_in, dtype), b = in_dtype(b_in, dtype);
+  Tensor out = product(a, b, trans_a, trans_b, "matmul");
+  const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
+  autograd::record("matmul", out, {a_in, b_in}, [=](const Tensor& g) {
+    return product_grads(a, b, trans_a, trans_b, in_dtype(g, dtype), need_a, need_b);
+  });
+  return out;
+}
+
+Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
+  detail::check_defined(x_in, "linear", "x");
+  detail::check_defined(w_in, "linear", "weight");
+  ACC_CHECK(w_in.dim() == 2 && x_in.dim() >= 1 && x_in.size(-1) == w_in.size(1),
+            "linear: x ", x_in.describe(), " does not fit weight ", w_in.describe(),
+            " (expected x [..., in] and weight [out, in])");
+  const int64_t in = w_in.size(1), out_features = w_in.size(0);
+  ACC_CHECK(!bias_in.defined() || bias_in.shape() == Shape{out_features}, "linear: bias ",
+            bias_in.describe(), " does not match weight ", w_in.describe(), " (expected [",
+            out_features, "])");
+  const DType dtype = compute_dtype(x_in, w_in, "linear");
+  const int64_t rows = in ? x_in.numel() / in : 0;
+  Tensor x = in_dtype(x_in, dtype).view({rows, in});
+  Tensor w = in_dtype(w_in, dtype);
+  Tensor bias = bias_in.defined() ? detail::as_f32(bias_in, "linear") : Tensor();
+
+  kernels::MatmulShape s{.M = rows, .N = out_features, .K = in, .trans_b = true, .ab_type = dtype};
+  Shape out_shape = x_in.shape();
+  out_shape.back() = out_features;
+  Tensor out = detail::new_output(out_shape);
+  kernels::matmul(x.raw_data(), w.raw_data(), out.raw_data(), s,
+                  bias.defined() ? bias.data<float>() : nullptr);
+
+  const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad();
+  const bool need_b = bias_in.defined() && bias_in.requires_grad();
+  autograd::record("linear", out, {x_in, w_in, bias_in}, [=, x_shape = x_in.shape()](const Tensor& g) {
+    Tensor g2 = in_dtype(g, dtype).view({rows, out_features});
+    auto grads = product_grads(x, w, false, true, g2, need_x, need_w);
+    Tensor dx = need_x ? grads[0].view(x_shape) : Tensor();
+    Tensor db = need_b ? detail::sum_leading(g, rows, out_features) : Tensor();
+    return std::vector<Tensor>{dx, grads[1], db};
+  });
+  return out;
+}
+
+}  // namespace acc::ops

@@ -1,0 +1,208 @@
+#include "acc/ops/shape.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "acc/autograd/function.h"
+#include "acc/ops/detail.h"
+
+namespace acc::ops {
+
+namespace {
+
+using detail::new_output;
+
+// Shape viewed as [outer, size(dim), inner] around one dimension.
+struct AroundDim {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+
+AroundDim around(const Shape& shape, int64_t dim) {
+  AroundDim a;
+  for (int64_t i = 0; i < dim; ++i) a.outer *= shape[static_cast<size_t>(i)];
+  a.size = shape[static_cast<size_t>(dim)];
+  for (size_t i = static_cast<size_t>(dim) + 1; i < shape.size(); ++i) a.inner *= shape[i];
+  return a;
+}
+
+// Copies the [outer, length, inner] block of a [outer, src_size, inner] tensor starting at
+// src_start into a [outer, dst_size, inner] tensor at dst_start (element size `bytes`).
+void copy_slab(const char* src, int64_t src_size, int64_t src_start, char* dst, int64_t dst_size,
+               int64_t dst_start, int64_t length, const AroundDim& a, size_t bytes) {
+  const size_t row = static_cast<size_t>(length * a.inner) * bytes;
+  detail::parallel_range(a.outer, std::max<int64_t>(1, detail::kGrain / std::max<int64_t>(1, length * a.inner)),
+                         [&](int64_t s, int64_t e) {
+                           for (int64_t o = s; o < e; ++o)
+                             std::memcpy(dst + static_cast<size_t>((o * dst_size + dst_start) * a.inner) * bytes,
+                                         src + static_cast<size_t>((o * src_size + src_start) * a.inner) * bytes,
+                                         row);
+                         });
+}
+
+Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& dims) {
+  const Shape& in = x.shape();
+  const size_t rank = in.size();
+  Shape out_shape(rank);
+  std::vector<int64_t> in_strides(rank, 1), src_stride(rank);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * in[i];
+  for (size_t i = 0; i < rank; ++i) {
+    out_shape[i] = in[static_cast<size_t>(dims[i])];
+    src_stride[i] = in_strides[static_cast<size_t>(dims[i])];
+  }
+  Tensor out = new_output(out_shape, x.dtype());
+  const size_t bytes = dtype_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  const int64_t last = rank ? out_shape[rank - 1] : 1;
+  const int64_t rows = last ? out.numel() / last : 0;
+  const bool contiguous_last = rank == 0 || dims[rank - 1] == static_cast<int64_t>(rank) - 1;
+  detail::parallel_range(rows, std::max<int64_t>(1, detail::kGrain / std::max<int64_t>(1, last)),
+                         [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      // Source offset of output row r: decompose r over the output's leading dimensions.
+      int64_t rem = r, offset = 0;
+      for (size_t i = rank; i-- > 1;) {
+        offset += (rem % out_shape[i - 1]) * src_stride[i - 1];
+        rem /= out_shape[i - 1];
+      }
+      char* d = dst + static_cast<size_t>(r * last) * bytes;
+      if (contiguous_last) {
+        std::memcpy(d, src + static_cast<size_t>(offset) * bytes, static_cast<size_t>(last) * bytes);
+      } else {
+        const int64_t step = src_stride[rank - 1];
+        for (int64_t j = 0; j < last; ++j)
+          std::memcpy(d + static_cast<size_t>(j) * bytes,
+                      src + static_cast<size_t>(offset + j * step) * bytes, bytes);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  detail::check_defined(x, "reshape", "input");
+  Tensor out = x.view(shape);
+  autograd::record("reshape", out, {x}, [in_shape = x.shape()](const Tensor& g) {
+    return std::vector<Tensor>{g.view(in_shape)};
+  });
+  return out;
+}
+
+Tensor view(const Tensor& x, const Shape& shape) { return reshape(x, shape); }
+
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  detail::check_defined(x, "permute", "input");
+  const int64_t rank = x.dim();
+  std::vector<int64_t> norm(dims.size()), inverse(dims.size(), -1);
+  bool valid = static_cast<int64_t>(dims.size()) == rank;
+  for (size_t i = 0; valid && i < dims.size(); ++i) {
+    valid = dims[i] >= -rank && dims[i] < rank;
+    if (!valid) break;
+    norm[i] = dims[i] < 0 ? dims[i] + rank : dims[i];
+    valid = inverse[static_cast<size_t>(norm[i])] < 0;
+    inverse[static_cast<size_t>(norm[i])] = static_cast<int64_t>(i);
+  }
+  ACC_CHECK(valid, "permute: dims ", shape_str(dims), " are not a permutation of the ", rank,
+            " dimensions of ", x.describe());
+  Tensor out = permute_copy(x, norm);
+  autograd::record("permute", out, {x}, [inverse](const Tensor& g) {
+    return std::vector<Tensor>{permute_copy(g, inverse)};
+  });
+  return out;
+}
+
+Tensor transpose(const Tensor& x) {
+  detail::check_defined(x, "transpose", "input");
+  ACC_CHECK(x.dim() >= 2, "transpose: needs at least 2 dimensions, got ", x.describe());
+  std::vector<int64_t> dims(static_cast<size_t>(x.dim()));
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+  return permute(x, dims);
+}
+
+Tensor narrow(const Tensor& x, int64_t dim_in, int64_t start, int64_t length) {
+  detail::check_defined(x, "narrow", "input");
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "narrow");
+  const AroundDim a = around(x.shape(), dim);
+  ACC_CHECK(start >= 0 && length >= 0 && start + length <= a.size, "narrow: range [", start, ", ",
+            start + length, ") is outside dimension ", dim, " of ", x.describe());
+  Shape out_shape = x.shape();
+  out_shape[static_cast<size_t>(dim)] = length;
+  Tensor out = new_output(out_shape, x.dtype());
+  copy_slab(static_cast<const char*>(x.raw_data()), a.size, start,
+            static_cast<char*>(out.raw_data()), length, 0, length, a, dtype_size(x.dtype()));
+  autograd::record("narrow", out, {x}, [a, start, length, in_shape = x.shape()](const Tensor& g) {
+    Tensor dx = new_output(in_shape);
+    dx.zero_();
+    copy_slab(static_cast<const char*>(g.raw_data()), length, 0, static_cast<char*>(dx.raw_data()),
+              a.size, start, length, a, sizeof(float));
+    return std::vector<Tensor>{dx};
+  });
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim_in) {
+  detail::check_defined(x, "split", "input");
+  const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "split");
+  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  ACC_CHECK(total == x.size(dim), "split: sizes ", shape_str(sizes), " add up to ", total,
+            " but dimension ", dim, " of ", x.describe(), " has ", x.size(dim));
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    out.push_back(narrow(x, dim, start, size));
+    start += size;
+  }
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
+  ACC_CHECK(!xs.empty(), "concat: needs at least one tensor");
+  for (const auto& x : xs) detail::check_defined(x, "concat", "an input");
+  const int64_t dim = detail::wrap_dim(dim_in, xs[0].dim(), "concat");
+  Shape out_shape = xs[0].shape();
+  out_shape[static_cast<size_t>(dim)] = 0;
+  std::vector<int64_t> sizes;
+  for (const auto& x : xs) {
+    Shape expect = x.shape();
+    bool same = x.dim() == xs[0].dim() && x.dtype() == xs[0].dtype();
+    if (same) {
+      expect[static_cast<size_t>(dim)] = xs[0].size(dim);
+      same = expect == xs[0].shape();
+    }
+    ACC_CHECK(same, "concat: ", x.describe(), " does not match ", xs[0].describe(),
+              " outside dimension ", dim);
+    sizes.push_back(x.size(dim));
+    out_shape[static_cast<size_t>(dim)] += x.size(dim);
+  }
+  Tensor out = new_output(out_shape, xs[0].dtype());
+  const int64_t out_size = out_shape[static_cast<size_t>(dim)];
+  int64_t start = 0;
+  for (const auto& x : xs) {
+    const AroundDim a = around(x.shape(), dim);
+    copy_slab(static_cast<const char*>(x.raw_data()), a.size, 0, static_cast<char*>(out.raw_data()),
+              out_size, start, a.size, a, dtype_size(x.dtype()));
+    start += a.size;
+  }
+  autograd::record("concat", out, xs, [sizes, dim](const Tensor& g) {
+    return split(g, sizes, dim);
+  });
+  return out;
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  detail::check_defined(x, "cast", "input");
+  Tensor out;
+  {
+    memory::CategoryScope scope(memory::Category::activations);
+    out = x.to(dtype);
+  }
+  ACC_CHECK(is_floating(dtype) || !x.requires_grad(), "cast: ", x.describe(),
+            " requires grad, so it can only be cast to f32 or bf16, not ", dtype_name(dtype));
+  autograd::record("cast", out, {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return out;
+}
+
+}  // namespace acc::ops
