@@ -19,17 +19,21 @@ void tile(int64_t K, const float* A, int64_t a_row, int64_t a_col, const float* 
     if constexpr (kFull) return _mm256_loadu_ps(p + 8 * half);
     else return _mm256_maskload_ps(p + 8 * half, half ? m1 : m0);
   };
+  // Fully unrolled row loops let GCC keep c[][] in registers instead of spilling every step.
   __m256 c[R][2];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) c[r][h] = accumulate ? load(C + r * ldc, h) : _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     const __m256 b0 = load(B + k * ldb, 0), b1 = load(B + k * ldb, 1);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 a = _mm256_broadcast_ss(A + r * a_row + k * a_col);
       c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
       c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) {
       if constexpr (kFull) _mm256_storeu_ps(C + r * ldc + 8 * h, c[r][h]);

@@ -1,0 +1,131 @@
+#include "acc/kernels/cross_entropy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "acc/util/error.h"
+#include "support/test_support.h"
+
+namespace acc::kernels {
+namespace {
+
+using test::all_close;
+using test::random_ints;
+using test::random_vector;
+
+constexpr int32_t kIgnore = -100;
+
+// Targets in [0, V) with every third row ignored.
+std::vector<int32_t> targets_with_ignored(int64_t N, int64_t V, uint64_t seed) {
+  auto t = random_ints(N, seed, 0, static_cast<int32_t>(V));
+  for (int64_t i = 0; i < N; i += 3) t[i] = kIgnore;
+  return t;
+}
+
+struct Case {
+  int64_t N, V;
+  float scale;  // logit spread; large values test the max subtraction
+};
+
+// f32 exp-sums over up to 50257 terms against double: the relative error of the sum is
+// ~sqrt(V/8) * 6e-8 <= 5e-6, i.e. an absolute error of that size on lse and loss (lse ~ 14 at
+// most here); gradients inherit it as a relative error. Tolerances keep a 2-4x margin.
+constexpr float kLossRtol = 1e-5f, kLossAtol = 2e-5f;
+constexpr float kGradRtol = 2e-5f, kGradAtol = 1e-9f;
+
+TEST(CrossEntropy, ForwardAndBackwardMatchReference) {
+  uint64_t seed = 1;
+  for (const Case c : {Case{1, 1, 1.f}, Case{37, 7, 1.f}, Case{33, 1000, 3.f}, Case{5, 50257, 2.f},
+                       Case{9, 131, 300.f}}) {
+    const auto logits = random_vector(c.N * c.V, seed++, c.scale);
+    const auto targets = targets_with_ignored(c.N, c.V, seed++);
+    const auto dloss = random_vector(c.N, seed++);
+    std::vector<float> loss(c.N, NAN), lse(c.N, NAN), want_loss(c.N), want_lse(c.N);
+    const int64_t kept = cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), c.N, c.V);
+    EXPECT_EQ(kept, ref::cross_entropy_fwd(logits.data(), targets.data(), want_loss.data(),
+                                           want_lse.data(), c.N, c.V));
+    EXPECT_EQ(kept, c.N - (c.N + 2) / 3);
+    EXPECT_TRUE(all_close(loss, want_loss, kLossRtol, kLossAtol)) << "N=" << c.N << " V=" << c.V;
+    EXPECT_TRUE(all_close(lse, want_lse, kLossRtol, kLossAtol)) << "N=" << c.N << " V=" << c.V;
+
+    std::vector<float> grad(c.N * c.V, NAN), want(c.N * c.V);
+    cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), c.N, c.V);
+    ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), want.data(), c.N, c.V);
+    EXPECT_TRUE(all_close(grad, want, kGradRtol, kGradAtol)) << "N=" << c.N << " V=" << c.V;
+    for (int64_t i = 0; i < c.N; i += 3) EXPECT_EQ(loss[i], 0.f) << "ignored row " << i;
+
+    // In place: the gradient overwrites the logits and must come out identical.
+    auto inplace = logits;
+    cross_entropy_bwd(inplace.data(), targets.data(), lse.data(), dloss.data(), inplace.data(), c.N, c.V);
+    EXPECT_EQ(inplace, grad) << "in-place N=" << c.N << " V=" << c.V;
+  }
+}
+
+TEST(CrossEntropy, CustomIgnoreIndexZeroesRow) {
+  const int64_t N = 4, V = 10;
+  const auto logits = random_vector(N * V, 40);
+  const std::vector<int32_t> targets{5, 2, 5, 9};
+  const std::vector<float> dloss(N, 1.f);
+  std::vector<float> loss(N), lse(N), grad(N * V);
+  EXPECT_EQ(cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V, 5), 2);
+  cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), N, V, 5);
+  EXPECT_EQ(loss[0], 0.f);
+  EXPECT_GT(loss[1], 0.f);
+  for (int64_t j = 0; j < V; ++j) EXPECT_EQ(grad[2 * V + j], 0.f);
+}
+
+TEST(CrossEntropy, OutOfRangeTargetThrows) {
+  const int64_t N = 3, V = 4;
+  const std::vector<float> logits(N * V, 0.f), dloss(N, 1.f);
+  std::vector<float> loss(N), lse(N), grad(N * V);
+  for (int32_t bad : {4, -1, 1000}) {
+    const std::vector<int32_t> targets{0, bad, kIgnore};
+    EXPECT_THROW(cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V), acc::Error);
+    EXPECT_THROW(cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), N, V),
+                 acc::Error);
+  }
+  try {
+    const std::vector<int32_t> targets{0, 7, 1};
+    cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V);
+    ADD_FAILURE() << "target 7 with V=4 was accepted";
+  } catch (const acc::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 is 7"), std::string::npos) << e.what();
+  }
+}
+
+// Proves the reference backward: L = sum_i dloss_i * loss_i differentiated by central
+// differences of the reference forward. Losses are computed in double and rounded once to f32
+// (~5e-7 absolute at loss ~3), so with a step of 1e-2 the noise is ~5e-5 and the O(h^2)
+// truncation ~1e-5; 2e-4 absolute + 1e-3 relative bounds both.
+TEST(CrossEntropy, ReferenceBackwardMatchesFiniteDifferences) {
+  const int64_t N = 4, V = 6;
+  auto logits = random_vector(N * V, 50, 2.f);
+  const std::vector<int32_t> targets{3, kIgnore, 0, 5};
+  const auto dloss = random_vector(N, 51);
+  std::vector<float> loss(N), lse(N), grad(N * V);
+  ref::cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V);
+  ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), N, V);
+  auto objective = [&] {
+    ref::cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V);
+    double l = 0;
+    for (int64_t i = 0; i < N; ++i) l += static_cast<double>(dloss[i]) * loss[i];
+    return l;
+  };
+  std::vector<float> numeric(N * V);
+  for (int64_t i = 0; i < N * V; ++i) {
+    const float x0 = logits[i];
+    const float up = logits[i] = x0 + 1e-2f;
+    const double l_up = objective();
+    const float down = logits[i] = x0 - 1e-2f;
+    const double l_down = objective();
+    logits[i] = x0;
+    numeric[i] = static_cast<float>((l_up - l_down) / (static_cast<double>(up) - down));
+  }
+  EXPECT_TRUE(all_close(grad, numeric, 1e-3f, 2e-4f));
+}
+
+}  // namespace
+}  // namespace acc::kernels
