@@ -1,0 +1,245 @@
+#include "comm_engine.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "acc/util/error.h"
+#include "acc/util/log.h"
+
+namespace acc::mpi {
+namespace {
+
+// MPI counts are int: larger messages go as several pieces of this size, which MPI's
+// non-overtaking rule keeps in order.
+constexpr size_t kMaxPiece = size_t{1} << 30;
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, len);
+}
+
+void check_mpi(int code, const char* what) {
+  ACC_CHECK(code == MPI_SUCCESS, what, " failed: ", mpi_error(code));
+}
+
+}  // namespace
+
+struct CommEngine::Active {
+  explicit Active(Task t) : task(std::move(t)) {}
+  Task task;
+  size_t round = 0;  // the round whose messages are in flight
+  std::vector<MPI_Request> requests;
+  std::vector<const Message*> messages;  // the message behind each request
+  std::chrono::steady_clock::time_point started;
+};
+
+CommEngine::CommEngine(std::chrono::duration<double> timeout) : timeout_(timeout) {
+  thread_ = std::thread([this] { thread_main(); });
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return init_done_; });
+  if (!init_error_.empty()) {
+    lock.unlock();
+    thread_.join();
+    ACC_FAIL("mpi plugin: ", init_error_);
+  }
+}
+
+CommEngine::~CommEngine() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CommEngine::submit(Task task) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
+void CommEngine::abort(int exit_code) {
+  if (std::this_thread::get_id() == thread_.get_id()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  abort_code_ = exit_code;
+  cv_.notify_all();
+  // The comm thread calls MPI_Abort, which ends this process; if it cannot, exit anyway.
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  std::_Exit(exit_code);
+}
+
+void CommEngine::fail(Active& a, const std::string& reason) {
+  const std::string message = a.task.work->description() + ": " + reason;
+  if (broken_.empty()) broken_ = message;
+  log::error("{}", message);
+  a.task.work->mark_failed(message);
+}
+
+void CommEngine::post_round(Active& a) {
+  a.requests.clear();
+  a.messages.clear();
+  const Round& round = a.task.schedule.rounds[a.round];
+  const int tag = a.task.collective ? static_cast<int>(a.round) : a.task.tag;
+  for (const Message& m : round.messages) {
+    size_t done = 0;
+    do {  // at least one request, so empty messages still synchronise
+      const size_t piece = std::min(kMaxPiece, m.bytes - done);
+      MPI_Request request;
+      char* data = static_cast<char*>(m.data) + done;
+      const int count = static_cast<int>(piece);
+      const int rc = m.send ? MPI_Isend(data, count, MPI_BYTE, m.peer, tag, a.task.comm, &request)
+                            : MPI_Irecv(data, count, MPI_BYTE, m.peer, tag, a.task.comm, &request);
+      check_mpi(rc, m.send ? "MPI_Isend" : "MPI_Irecv");
+      a.requests.push_back(request);
+      a.messages.push_back(&m);
+      done += piece;
+    } while (done < m.bytes);
+  }
+}
+
+void CommEngine::start(Active& a) {
+  a.started = std::chrono::steady_clock::now();
+  if (a.task.schedule.before) a.task.schedule.before();
+  if (!a.task.schedule.rounds.empty()) post_round(a);
+}
+
+bool CommEngine::progress(Active& a) {
+  while (a.round < a.task.schedule.rounds.size()) {
+    int flag = 0;
+    check_mpi(MPI_Testall(static_cast<int>(a.requests.size()), a.requests.data(), &flag,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    if (!flag) {
+      const auto waited = std::chrono::steady_clock::now() - a.started;
+      if (waited < timeout_) return false;
+      // Name the peers behind the requests still open: as far as this rank can know, they
+      // are the ranks that have not arrived.
+      std::set<int> missing;
+      for (size_t i = 0; i < a.requests.size(); ++i) {
+        int done = 0;
+        if (a.requests[i] != MPI_REQUEST_NULL) MPI_Test(&a.requests[i], &done, MPI_STATUS_IGNORE);
+        if (!done && a.requests[i] != MPI_REQUEST_NULL)
+          missing.insert(a.task.world_ranks[a.messages[i]->peer]);
+      }
+      std::ostringstream os;
+      os << "timed out after " << timeout_.count() << " s (ACC_COMM_TIMEOUT) in round "
+         << a.round + 1 << " of " << a.task.schedule.rounds.size()
+         << "; ranks that have not arrived (peers this rank is still waiting on, world ranks): [";
+      int i = 0;
+      for (int r : missing) os << (i++ ? ", " : "") << r;
+      os << "]";
+      fail(a, os.str());
+      return true;
+    }
+    if (const auto& after = a.task.schedule.rounds[a.round].after) after();
+    if (++a.round < a.task.schedule.rounds.size()) post_round(a);
+  }
+  a.task.work->mark_done();
+  return true;
+}
+
+void CommEngine::thread_main() {
+  try {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+                "MPI_Init_thread");
+      we_initialized_mpi_ = true;
+    }
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &coll_comm_), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &p2p_comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(coll_comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(p2p_comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(coll_comm_, &world_rank_);
+    MPI_Comm_size(coll_comm_, &world_size_);
+  } catch (const std::exception& e) {
+    init_error_ = e.what();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    init_done_ = true;
+  }
+  cv_.notify_all();
+  if (!init_error_.empty()) return;
+
+  std::vector<std::unique_ptr<Active>> active;
+  // Starts a task; false if it failed at once (and is already reported).
+  auto launch = [&](Task task) {
+    active.push_back(std::make_unique<Active>(std::move(task)));
+    try {
+      start(*active.back());
+      return true;
+    } catch (const std::exception& e) {
+      fail(*active.back(), e.what());
+      active.pop_back();
+      return false;
+    }
+  };
+  std::deque<Task> waiting;  // collectives not yet started, in submission order
+  bool collective_running = false;
+  for (;;) {
+    std::deque<Task> incoming;
+    {
+      std::unique_lock lock(mutex_);
+      if (active.empty() && waiting.empty())
+        cv_.wait(lock, [&] { return !queue_.empty() || stopping_ || abort_code_ >= 0; });
+      incoming.swap(queue_);
+      if (abort_code_ >= 0) MPI_Abort(MPI_COMM_WORLD, abort_code_);
+      if (stopping_ && incoming.empty() && active.empty() && waiting.empty()) break;
+    }
+    for (Task& task : incoming) {
+      if (!broken_.empty()) {
+        task.work->mark_failed(task.work->description() +
+                               ": not started because an earlier communication failed: " +
+                               broken_);
+      } else if (task.collective) {
+        waiting.push_back(std::move(task));
+      } else {
+        launch(std::move(task));
+      }
+    }
+    if (!collective_running && !waiting.empty()) {
+      collective_running = launch(std::move(waiting.front()));
+      waiting.pop_front();
+    }
+    bool finished_any = false;
+    for (auto it = active.begin(); it != active.end();) {
+      bool finished = true;
+      try {
+        finished = progress(**it);
+      } catch (const std::exception& e) {
+        fail(**it, e.what());
+      }
+      if (finished) {
+        if ((*it)->task.collective) collective_running = false;
+        it = active.erase(it);
+        finished_any = true;
+      } else {
+        ++it;
+      }
+    }
+    // Polling: give the core to the computing threads while peers are still on their way.
+    if (!finished_any) sched_yield();
+  }
+
+  if (!broken_.empty()) {
+    log::error("mpi plugin: aborting the job at shutdown after a failed communication");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Comm_free(&coll_comm_);
+  MPI_Comm_free(&p2p_comm_);
+  if (we_initialized_mpi_) MPI_Finalize();
+}
+
+}  // namespace acc::mpi

@@ -1,0 +1,85 @@
+#pragma once
+// The communication thread. OpenMPI makes no progress on its own here, so one dedicated thread
+// owns every MPI call (MPI_Init_thread with FUNNELED happens on it): user threads enqueue
+// tasks and get a Work back, which lets collectives overlap the caller's computation.
+//
+// Ordering: collectives start one at a time in the order they were submitted (the same order
+// on every rank, as the API requires); point-to-point transfers start at once and progress
+// alongside. Every task must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails
+// with a message naming the op, its group and the peers that have not answered, and the
+// engine is broken from then on: later tasks fail at once and the job is aborted at shutdown
+// (pending transfers make a clean MPI_Finalize impossible), so the process exits non-zero.
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acc/dist/work.h"
+#include "schedule.h"
+
+namespace acc::mpi {
+
+struct Task {
+  bool collective = true;  // false: point to point (its own lane, no ordering)
+  MPI_Comm comm = MPI_COMM_NULL;
+  int tag = 0;                   // point to point: the user's tag; collectives use round index
+  std::vector<int> world_ranks;  // group rank -> world rank, for messages
+  std::shared_ptr<dist::Work> work;
+  Schedule schedule;
+};
+
+class CommEngine {
+ public:
+  // Starts the thread, initialises MPI on it and duplicates MPI_COMM_WORLD; throws on failure.
+  explicit CommEngine(std::chrono::duration<double> timeout);
+  ~CommEngine();  // finishes queued tasks, then finalizes MPI (or aborts if broken)
+  CommEngine(const CommEngine&) = delete;
+  CommEngine& operator=(const CommEngine&) = delete;
+
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+  // The private duplicates of MPI_COMM_WORLD: one for collectives, one for send/recv.
+  MPI_Comm world_collective_comm() const { return coll_comm_; }
+  MPI_Comm world_p2p_comm() const { return p2p_comm_; }
+
+  void submit(Task task);
+  // Runs fn on the comm thread and waits for it (setup calls such as MPI_Comm_split).
+  void run(std::function<void()> fn);
+  // Ends the whole job; called from any thread (the comm thread makes the MPI_Abort call).
+  [[noreturn]] void abort(int exit_code);
+
+ private:
+  struct Active;
+  void thread_main();
+  void start(Active& a);
+  bool progress(Active& a);  // true when the task has finished (done or failed)
+  void post_round(Active& a);
+  void fail(Active& a, const std::string& reason);
+
+  std::chrono::duration<double> timeout_;
+  int world_rank_ = 0, world_size_ = 1;
+  MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
+  bool we_initialized_mpi_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  std::deque<std::function<void()>> calls_;
+  bool stopping_ = false;
+  std::atomic<int> abort_code_{-1};
+  std::string broken_;  // comm thread only: the first failure, once there was one
+
+  std::string init_error_;
+  bool init_done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace acc::mpi

@@ -1,0 +1,123 @@
+#include "mpi_process_group.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "acc/util/error.h"
+
+namespace acc::mpi {
+
+std::shared_ptr<MpiProcessGroup> MpiProcessGroup::world(std::shared_ptr<CommEngine> engine) {
+  std::vector<int> ranks(engine->world_size());
+  for (int i = 0; i < engine->world_size(); ++i) ranks[i] = i;
+  const int rank = engine->world_rank();
+  const MPI_Comm coll = engine->world_collective_comm(), p2p = engine->world_p2p_comm();
+  return std::make_shared<MpiProcessGroup>(std::move(engine), "world", std::move(ranks), rank,
+                                           coll, p2p);
+}
+
+MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
+                                 std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
+                                 MPI_Comm p2p_comm)
+    : ProcessGroup(std::move(name), std::move(world_ranks)),
+      engine_(std::move(engine)),
+      rank_(rank),
+      coll_comm_(collective_comm),
+      p2p_comm_(p2p_comm) {}
+
+void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule) {
+  engine_->submit(Task{true, coll_comm_, 0, world_ranks(), std::move(work), std::move(schedule)});
+}
+
+void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag) {
+  Schedule schedule;
+  schedule.rounds.push_back(Round{{message}, {}});
+  engine_->submit(Task{false, p2p_comm_, tag, world_ranks(), std::move(work), std::move(schedule)});
+}
+
+void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input,
+                                    dist::Buffer output, std::vector<int64_t> counts) {
+  submit_collective(std::move(work), all_gather_schedule(rank_, size(), input, output, counts));
+}
+
+void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
+                                        dist::Buffer output, std::vector<int64_t> counts,
+                                        dist::ReduceOp op) {
+  submit_collective(std::move(work),
+                    reduce_scatter_schedule(rank_, size(), input, output, counts, op));
+}
+
+void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
+                                    dist::ReduceOp op) {
+  submit_collective(std::move(work), all_reduce_schedule(rank_, size(), tensor, op));
+}
+
+void MpiProcessGroup::do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
+                                   int root) {
+  submit_collective(std::move(work), broadcast_schedule(rank_, size(), tensor, root));
+}
+
+void MpiProcessGroup::do_barrier(std::shared_ptr<dist::Work> work) {
+  submit_collective(std::move(work), barrier_schedule(rank_, size()));
+}
+
+void MpiProcessGroup::do_send(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
+                              int tag) {
+  submit_p2p(std::move(work), Message{peer, true, tensor.data, tensor.nbytes()}, tag);
+}
+
+void MpiProcessGroup::do_recv(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
+                              int tag) {
+  submit_p2p(std::move(work), Message{peer, false, tensor.data, tensor.nbytes()}, tag);
+}
+
+// Every rank's (color, key) is gathered first through our own all_gather, so a missing rank
+// times out with a clear message; the blocking MPI_Comm_split that follows then finds all
+// ranks present. Members are ordered by (key, rank) here and MPI is given that order.
+std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key,
+                                                              std::string name) {
+  const int p = size();
+  auto mine = std::make_shared<std::vector<int32_t>>(std::vector<int32_t>{color, key});
+  auto all = std::make_shared<std::vector<int32_t>>(2 * p);
+  struct Result {
+    std::vector<int> world_ranks;
+    int rank = -1;
+    MPI_Comm coll = MPI_COMM_NULL, p2p = MPI_COMM_NULL;
+  };
+  auto result = std::make_shared<Result>();
+
+  Schedule schedule = all_gather_schedule(rank_, p, dist::Buffer{mine->data(), 2, DType::i32},
+                                          dist::Buffer{all->data(), 2 * p, DType::i32},
+                                          std::vector<int64_t>(p, 2));
+  Schedule split;
+  split.before = [this, all, result, color, p] {
+    std::vector<std::tuple<int, int>> members;  // (key, group rank) with this color
+    for (int r = 0; r < p; ++r)
+      if (color >= 0 && (*all)[2 * r] == color) members.emplace_back((*all)[2 * r + 1], r);
+    std::sort(members.begin(), members.end());
+    int position = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      const int r = std::get<1>(members[i]);
+      result->world_ranks.push_back(world_ranks()[r]);
+      if (r == rank_) position = result->rank = static_cast<int>(i);
+    }
+    const int mpi_color = color >= 0 ? color : MPI_UNDEFINED;
+    ACC_CHECK(MPI_Comm_split(coll_comm_, mpi_color, position, &result->coll) == MPI_SUCCESS,
+              "split: MPI_Comm_split failed");
+    ACC_CHECK(MPI_Comm_split(p2p_comm_, mpi_color, position, &result->p2p) == MPI_SUCCESS,
+              "split: MPI_Comm_split failed");
+    if (result->coll != MPI_COMM_NULL) {
+      MPI_Comm_set_errhandler(result->coll, MPI_ERRORS_RETURN);
+      MPI_Comm_set_errhandler(result->p2p, MPI_ERRORS_RETURN);
+    }
+  };
+  schedule.append(std::move(split));
+  auto work = std::make_shared<dist::Work>("split into '" + name + "' of " + describe());
+  submit_collective(work, std::move(schedule));
+  work->wait();
+  if (color < 0) return nullptr;
+  return std::make_shared<MpiProcessGroup>(engine_, std::move(name), result->world_ranks,
+                                           result->rank, result->coll, result->p2p);
+}
+
+}  // namespace acc::mpi

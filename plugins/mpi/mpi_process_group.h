@@ -1,0 +1,52 @@
+#pragma once
+// The ProcessGroup of the mpi plugin: turns each call into a schedule and hands it to the
+// comm engine shared by the world group and every subgroup split from it.
+#include <mpi.h>
+
+#include <memory>
+
+#include "acc/dist/process_group.h"
+#include "comm_engine.h"
+
+namespace acc::mpi {
+
+class MpiProcessGroup final : public dist::ProcessGroup {
+ public:
+  // The world group over the engine's duplicate of MPI_COMM_WORLD.
+  static std::shared_ptr<MpiProcessGroup> world(std::shared_ptr<CommEngine> engine);
+
+  MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
+                  std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
+                  MPI_Comm p2p_comm);
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(world_ranks().size()); }
+  std::string backend() const override { return "mpi"; }
+  void abort(int exit_code) noexcept override { engine_->abort(exit_code); }
+
+ protected:
+  void do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input, dist::Buffer output,
+                     std::vector<int64_t> counts) override;
+  void do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
+                         dist::Buffer output, std::vector<int64_t> counts,
+                         dist::ReduceOp op) override;
+  void do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
+                     dist::ReduceOp op) override;
+  void do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int root) override;
+  void do_barrier(std::shared_ptr<dist::Work> work) override;
+  void do_send(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
+               int tag) override;
+  void do_recv(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
+               int tag) override;
+  std::shared_ptr<dist::ProcessGroup> do_split(int color, int key, std::string name) override;
+
+ private:
+  void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule);
+  void submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag);
+
+  std::shared_ptr<CommEngine> engine_;  // shared by all groups; the last one finalizes MPI
+  int rank_;
+  MPI_Comm coll_comm_, p2p_comm_;
+};
+
+}  // namespace acc::mpi

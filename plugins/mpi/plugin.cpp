@@ -1,0 +1,18 @@
+// Entry point of the mpi plugin: registers the "mpi" comm backend.
+#include "acc/dist/environment.h"
+#include "acc/plugin/plugin_api.h"
+#include "acc/plugin/registry.h"
+#include "mpi_process_group.h"
+
+namespace {
+
+void register_mpi(acc::plugin::Registry& registry) {
+  registry.add_comm_backend("mpi", [](const acc::dist::Topology&) {
+    auto engine = std::make_shared<acc::mpi::CommEngine>(acc::dist::comm_timeout());
+    return std::shared_ptr<acc::dist::ProcessGroup>(acc::mpi::MpiProcessGroup::world(engine));
+  });
+}
+
+}  // namespace
+
+ACC_PLUGIN("mpi", register_mpi)

@@ -1,0 +1,142 @@
+#include "schedule.h"
+
+#include <cstring>
+
+#include "acc/dist/reduce_kernels.h"
+#include "acc/memory/allocator.h"
+
+namespace acc::mpi {
+namespace {
+
+// Byte offset of every rank's chunk.
+std::vector<size_t> byte_offsets(const std::vector<int64_t>& counts, DType dtype) {
+  std::vector<size_t> offsets(counts.size() + 1, 0);
+  for (size_t i = 0; i < counts.size(); ++i)
+    offsets[i + 1] = offsets[i] + static_cast<size_t>(counts[i]) * dtype_size(dtype);
+  return offsets;
+}
+
+char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
+
+// A scratch buffer counted as communication memory.
+std::shared_ptr<void> scratch_bytes(size_t nbytes) {
+  void* p = memory::allocate(nbytes, memory::Category::communication);
+  return std::shared_ptr<void>(p, [nbytes](void* q) {
+    memory::deallocate(q, nbytes, memory::Category::communication);
+  });
+}
+
+int mod(int a, int p) { return ((a % p) + p) % p; }
+
+}  // namespace
+
+void Schedule::append(Schedule&& next) {
+  if (next.before) {
+    if (rounds.empty()) {
+      auto first = std::move(before);
+      before = [first = std::move(first), second = std::move(next.before)] {
+        if (first) first();
+        second();
+      };
+    } else {
+      auto first = std::move(rounds.back().after);
+      rounds.back().after = [first = std::move(first), second = std::move(next.before)] {
+        if (first) first();
+        second();
+      };
+    }
+  }
+  for (auto& round : next.rounds) rounds.push_back(std::move(round));
+  for (auto& s : next.scratch) scratch.push_back(std::move(s));
+}
+
+std::vector<int64_t> even_counts(int64_t n, int size) {
+  std::vector<int64_t> counts(size, n / size);
+  for (int i = 0; i < n % size; ++i) ++counts[i];
+  return counts;
+}
+
+Schedule all_gather_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
+                             const std::vector<int64_t>& counts) {
+  const auto offsets = byte_offsets(counts, output.dtype);
+  Schedule s;
+  char* own = at(output.data, offsets[rank]);
+  if (own != input.data) {
+    const size_t bytes = input.nbytes();
+    s.before = [own, src = input.data, bytes] { std::memmove(own, src, bytes); };
+  }
+  for (int step = 1; step < size; ++step) {
+    const int to = mod(rank + step, size), from = mod(rank - step, size);
+    s.rounds.push_back(Round{{Message{to, true, own, offsets[rank + 1] - offsets[rank]},
+                              Message{from, false, at(output.data, offsets[from]),
+                                      offsets[from + 1] - offsets[from]}},
+                             {}});
+  }
+  return s;
+}
+
+Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
+                                 const std::vector<int64_t>& counts, dist::ReduceOp op) {
+  const DType dtype = input.dtype;
+  const auto offsets = byte_offsets(counts, dtype);
+  const int64_t n = counts[rank];
+  const size_t chunk_bytes = offsets[rank + 1] - offsets[rank];
+  Schedule s;
+  auto acc = scratch_bytes(static_cast<size_t>(n) * dtype_size(dist::kernels::accumulator_dtype(dtype)));
+  auto recv = scratch_bytes(chunk_bytes);
+  s.scratch = {acc, recv};
+  const void* own = at(input.data, offsets[rank]);
+  s.before = [acc = acc.get(), own, dtype, n] {
+    dist::kernels::load_accumulator(acc, own, dtype, n);
+  };
+  for (int step = 1; step < size; ++step) {
+    const int to = mod(rank + step, size), from = mod(rank - step, size);
+    s.rounds.push_back(Round{
+        {Message{to, true, at(input.data, offsets[to]), offsets[to + 1] - offsets[to]},
+         Message{from, false, recv.get(), chunk_bytes}},
+        [acc = acc.get(), recv = recv.get(), dtype, n] {
+          dist::kernels::add_to_accumulator(acc, recv, dtype, n);
+        }});
+  }
+  const float scale = op == dist::ReduceOp::avg ? 1.f / static_cast<float>(size) : 1.f;
+  Schedule finish;
+  finish.before = [acc = acc.get(), out = output.data, dtype, n, scale] {
+    dist::kernels::store_accumulator(acc, out, dtype, n, scale);
+  };
+  s.append(std::move(finish));
+  return s;
+}
+
+Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op) {
+  const auto counts = even_counts(tensor.numel, size);
+  const auto offsets = byte_offsets(counts, tensor.dtype);
+  // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
+  dist::Buffer own{at(tensor.data, offsets[rank]), counts[rank], tensor.dtype};
+  Schedule s = reduce_scatter_schedule(rank, size, tensor, own, counts, op);
+  s.append(all_gather_schedule(rank, size, own, tensor, counts));
+  return s;
+}
+
+Schedule broadcast_schedule(int rank, int size, dist::Buffer tensor, int root) {
+  Schedule s;
+  Round round;
+  if (rank == root) {
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != root) round.messages.push_back(Message{peer, true, tensor.data, tensor.nbytes()});
+  } else {
+    round.messages.push_back(Message{root, false, tensor.data, tensor.nbytes()});
+  }
+  if (size > 1) s.rounds.push_back(std::move(round));
+  return s;
+}
+
+Schedule barrier_schedule(int rank, int size) {
+  Schedule s;
+  for (int distance = 1; distance < size; distance *= 2)
+    s.rounds.push_back(Round{{Message{mod(rank + distance, size), true, nullptr, 0},
+                              Message{mod(rank - distance, size), false, nullptr, 0}},
+                             {}});
+  return s;
+}
+
+}  // namespace acc::mpi

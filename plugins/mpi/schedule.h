@@ -1,0 +1,55 @@
+#pragma once
+// Collectives as schedules: rounds of point-to-point messages, each followed by local work
+// (reduce what arrived, finish the result). Building a schedule needs no MPI; the comm engine
+// posts each round's messages with MPI_Isend/Irecv and polls them, so every wait can time out
+// and name the peers that have not answered.
+//
+// Algorithms (chosen by measurement on a 2-core node, see docs/launch.md):
+//  - all_gather, reduce_scatter: pairwise exchange. In round s rank r sends to r+s and
+//    receives from r-s, so every byte crosses once and reduce_scatter receives original
+//    values, summed once per round by our vectorised kernel into an f32 accumulator (bf16 is
+//    rounded once at the end, not once per hop as a ring would).
+//  - all_reduce: reduce_scatter then all_gather on near-equal chunks, in place.
+//  - broadcast: the root sends to every rank in one round (groups here are small).
+//  - barrier: dissemination, ceil(log2 p) rounds of empty messages.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "acc/dist/process_group.h"
+
+namespace acc::mpi {
+
+struct Message {
+  int peer = 0;  // rank in the group
+  bool send = false;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+struct Round {
+  std::vector<Message> messages;
+  std::function<void()> after;  // runs once every message of the round has completed
+};
+
+struct Schedule {
+  std::function<void()> before;  // runs when the schedule starts
+  std::vector<Round> rounds;
+  std::vector<std::shared_ptr<void>> scratch;  // temporary buffers kept alive until the end
+
+  // Runs `next` after this one: next.before becomes the last step of this schedule.
+  void append(Schedule&& next);
+};
+
+Schedule all_gather_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
+                             const std::vector<int64_t>& counts);
+Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
+                                 const std::vector<int64_t>& counts, dist::ReduceOp op);
+Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op);
+Schedule broadcast_schedule(int rank, int size, dist::Buffer tensor, int root);
+Schedule barrier_schedule(int rank, int size);
+
+// Near-equal chunks of n elements over `size` ranks (the first n % size get one more).
+std::vector<int64_t> even_counts(int64_t n, int size);
+
+}  // namespace acc::mpi
