@@ -1,0 +1,31 @@
+#include "acc/ops/embedding.h"
+
+#include "acc/autograd/function.h"
+#include "acc/kernels/embedding.h"
+#include "acc/ops/detail.h"
+
+namespace acc::ops {
+
+Tensor embedding(const Tensor& table_in, const Tensor& ids_in) {
+  detail::check_defined(table_in, "embedding", "table");
+  detail::check_defined(ids_in, "embedding", "ids");
+  ACC_CHECK(table_in.dim() == 2, "embedding: table must be [V, C], got ", table_in.describe());
+  ACC_CHECK(ids_in.dtype() == DType::i32 || ids_in.dtype() == DType::i64,
+            "embedding: ids must be i32 or i64, got ", ids_in.describe());
+  Tensor table = detail::as_f32(table_in, "embedding");
+  Tensor ids = ids_in.dtype() == DType::i32 ? ids_in.detach() : ids_in.to(DType::i32);
+  const int64_t V = table.size(0), C = table.size(1), N = ids.numel();
+  Shape out_shape = ids.shape();
+  out_shape.push_back(C);
+  Tensor out = detail::new_output(out_shape);
+  kernels::embedding_fwd(table.data<float>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
+  autograd::record("embedding", out, {table_in}, [ids, V, C, N](const Tensor& g) {
+    Tensor dtable = detail::new_output({V, C});
+    dtable.zero_();
+    kernels::embedding_bwd(g.data<float>(), ids.data<int32_t>(), dtable.data<float>(), N, V, C);
+    return std::vector<Tensor>{dtable};
+  });
+  return out;
+}
+
+}  // namespace acc::ops

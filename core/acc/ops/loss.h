@@ -1,0 +1,13 @@
+#pragma once
+// Losses (kernels::cross_entropy).
+#include <cstdint>
+
+#include "acc/tensor/tensor.h"
+
+namespace acc::ops {
+
+// Mean cross-entropy of logits [N, V] against targets i32 [N] (i64 accepted) over the rows whose
+// target is not ignore_index; a scalar []. With every row ignored the loss is 0 (no gradient).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -100);
+
+}  // namespace acc::ops

@@ -1,0 +1,112 @@
+// Kernel-backed ops: forward against simple formulas where cheap, backward against central
+// finite differences (gradcheck.h explains the tolerances), and argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "acc/ops/activation.h"
+#include "acc/ops/attention.h"
+#include "acc/ops/embedding.h"
+#include "acc/ops/loss.h"
+#include "acc/ops/norm.h"
+#include "gradcheck.h"
+#include "support/test_support.h"
+
+namespace acc {
+namespace {
+
+using test::gradcheck;
+using test::random_leaves;
+using V = std::vector<Tensor>;
+
+TEST(NormOps, LayerNormForwardAndGradients) {
+  Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 4});
+  const auto y = ops::layer_norm(x, Tensor(), Tensor(), 0.0).to_vector();
+  const float s = 1.f / std::sqrt(1.25f);  // population variance of 1..4 is 1.25
+  EXPECT_TRUE(test::all_close(y, {-1.5f * s, -0.5f * s, 0.5f * s, 1.5f * s}, 1e-5f, 1e-6f));
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::layer_norm(v[0], v[1], v[2]); },
+                        random_leaves({{3, 7}, {7}, {7}}, 1)));
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::layer_norm(v[0], Tensor(), Tensor()); },
+                        random_leaves({{2, 5}}, 2)));
+  EXPECT_THROW(ops::layer_norm(Tensor::zeros({2, 4}), Tensor::zeros({3}), Tensor()), Error);
+}
+
+TEST(NormOps, RmsNormGradients) {
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::rms_norm(v[0], v[1]); },
+                        random_leaves({{2, 3, 9}, {9}}, 3)));
+}
+
+TEST(ActivationOps, Gradients) {
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::gelu(v[0]); }, random_leaves({{3, 11}}, 4)));
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::silu(v[0]); }, random_leaves({{3, 11}}, 5)));
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::swiglu(v[0], v[1]); },
+                        random_leaves({{3, 11}, {3, 11}}, 6)));
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::softmax(v[0]); }, random_leaves({{4, 9}}, 7)));
+  EXPECT_THROW(ops::swiglu(Tensor::zeros({2}), Tensor::zeros({3})), Error);
+}
+
+TEST(ActivationOps, DropoutIsDeterministicScaledAndDifferentiable) {
+  const int64_t n = 20000;
+  Tensor x = Tensor::full({n}, 1.0);
+  const auto a = ops::dropout(x, 0.25, 7, 3).to_vector();
+  EXPECT_EQ(a, ops::dropout(x, 0.25, 7, 3).to_vector());
+  EXPECT_NE(a, ops::dropout(x, 0.25, 7, 4).to_vector());
+  int64_t dropped = 0;
+  for (float v : a) {
+    ASSERT_TRUE(v == 0.f || std::fabs(v - 1.f / 0.75f) < 1e-6f) << v;
+    dropped += v == 0.f;
+  }
+  // Binomial(20000, 0.25): mean 5000, sd ~61; 5 sd either side.
+  EXPECT_NEAR(static_cast<double>(dropped), 5000.0, 310.0);
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::dropout(v[0], 0.5, 1, 2); }, random_leaves({{5, 7}}, 8)));
+  EXPECT_THROW(ops::dropout(x, 1.0, 0, 0), Error);
+}
+
+TEST(EmbeddingOps, LookupAndTableGradient) {
+  Tensor table = Tensor::from_vector({0, 1, 10, 11, 20, 21}, {3, 2});
+  Tensor ids = Tensor::from_vector_i32({2, 0, 2}, {3});
+  EXPECT_EQ(ops::embedding(table, ids).to_vector(), (std::vector<float>{20, 21, 0, 1, 20, 21}));
+  Tensor ids2d = Tensor::from_vector_i64({1, 4, 4, 0, 2, 1}, {2, 3});
+  EXPECT_EQ(ops::embedding(Tensor::zeros({5, 3}), ids2d).shape(), (Shape{2, 3, 3}));
+  EXPECT_TRUE(gradcheck([&](const V& v) { return ops::embedding(v[0], ids2d); }, random_leaves({{5, 3}}, 9)));
+  EXPECT_THROW(ops::embedding(table, Tensor::from_vector_i32({3}, {1})), Error);
+}
+
+TEST(LossOps, CrossEntropyValueIgnoreAndGradient) {
+  // Uniform logits over V classes: loss log(V) on every counted row.
+  Tensor logits = Tensor::zeros({3, 4});
+  Tensor targets = Tensor::from_vector_i32({1, -100, 3}, {3});
+  EXPECT_NEAR(ops::cross_entropy(logits, targets).item(), std::log(4.0), 1e-6);
+  EXPECT_EQ(ops::cross_entropy(logits, Tensor::from_vector_i32({-100, -100, -100}, {3})).item(), 0.f);
+  EXPECT_TRUE(gradcheck([&](const V& v) { return ops::cross_entropy(v[0], targets); },
+                        random_leaves({{3, 4}}, 10)));
+  Tensor t2 = Tensor::from_vector_i32({0, 5, 2, 4, 1}, {5});
+  EXPECT_TRUE(gradcheck([&](const V& v) { return ops::cross_entropy(v[0], t2); }, random_leaves({{5, 7}}, 11)));
+  EXPECT_THROW(ops::cross_entropy(Tensor::zeros({3, 4}), Tensor::from_vector_i32({0, 1}, {2})), Error);
+}
+
+TEST(AttentionOps, CausalAttentionGqaGradients) {
+  // B=2, H=4 query heads sharing Hkv=2 kv heads, odd T and D.
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::causal_attention(v[0], v[1], v[2]); },
+                        random_leaves({{2, 4, 5, 3}, {2, 2, 5, 3}, {2, 2, 5, 3}}, 12)));
+  EXPECT_THROW(ops::causal_attention(Tensor::zeros({1, 3, 4, 2}), Tensor::zeros({1, 2, 4, 2}),
+                                     Tensor::zeros({1, 2, 4, 2})),
+               Error);
+}
+
+TEST(AttentionOps, FirstPositionAttendsOnlyToItself) {
+  auto in = random_leaves({{1, 1, 3, 4}, {1, 1, 3, 4}, {1, 1, 3, 4}}, 13);
+  const auto out = ops::causal_attention(in[0], in[1], in[2]).to_vector();
+  const auto v = in[2].to_vector();
+  for (int d = 0; d < 4; ++d) EXPECT_NEAR(out[static_cast<size_t>(d)], v[static_cast<size_t>(d)], 1e-6);
+}
+
+TEST(AttentionOps, RopeGradientsAndPositionZeroIsIdentity) {
+  EXPECT_TRUE(gradcheck([](const V& v) { return ops::rope(v[0], 10000.0, 3); }, random_leaves({{1, 2, 3, 6}}, 14)));
+  auto x = random_leaves({{1, 1, 1, 4}}, 15);
+  EXPECT_TRUE(test::all_close(ops::rope(x[0]).to_vector(), x[0].to_vector(), 0.f, 1e-7f));
+  EXPECT_THROW(ops::rope(Tensor::zeros({1, 1, 2, 3})), Error);
+}
+
+}  // namespace
+}  // namespace acc
