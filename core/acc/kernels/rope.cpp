@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -21,11 +22,10 @@ void check_shape(const char* op, const RopeShape& s) {
             " H=", s.H, " T=", s.T, " D=", s.D, " pos_offset=", s.pos_offset, " theta=", s.theta);
 }
 
-// The rotation angle of pair (j, j + D/2) at sequence index t, computed in double so the table
-// is correctly rounded; shared by the fast kernel and the reference.
-double rope_angle(const RopeShape& s, int64_t t, int64_t j) {
-  const double inv_freq = std::pow(static_cast<double>(s.theta), -2.0 * static_cast<double>(j) / static_cast<double>(s.D));
-  return static_cast<double>(t + s.pos_offset) * inv_freq;
+// inv_freq_j = theta^(-2j/D) in double, so the f32 cos/sin tables are correctly rounded; shared
+// by the fast kernel and the reference.
+double inv_freq(const RopeShape& s, int64_t j) {
+  return std::pow(static_cast<double>(s.theta), -2.0 * static_cast<double>(j) / static_cast<double>(s.D));
 }
 
 // Rotates every [D] row by +angle (forward) or -angle (backward, the inverse rotation).
@@ -33,13 +33,18 @@ double rope_angle(const RopeShape& s, int64_t t, int64_t j) {
 void rope_apply(const float* in, float* out, const RopeShape& s, float sign) {
   const int64_t half = s.D / 2, rows = s.B * s.H * s.T;
   if (rows == 0) return;
+  std::vector<double> freq(static_cast<size_t>(half));
+  for (int64_t j = 0; j < half; ++j) freq[static_cast<size_t>(j)] = inv_freq(s, j);
+  // cos/sin once per (t, j), shared by all B*H rows at that position.
   std::vector<float> cos_t(static_cast<size_t>(s.T * half)), sin_t(cos_t.size());
-  for (int64_t t = 0; t < s.T; ++t)
-    for (int64_t j = 0; j < half; ++j) {
-      const double a = rope_angle(s, t, j);
-      cos_t[static_cast<size_t>(t * half + j)] = static_cast<float>(std::cos(a));
-      sin_t[static_cast<size_t>(t * half + j)] = sign * static_cast<float>(std::sin(a));
-    }
+  detail::parallel_ranges(s.T, std::max<int64_t>(1, 4096 / half), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t j = 0; j < half; ++j) {
+        const double a = static_cast<double>(t + s.pos_offset) * freq[static_cast<size_t>(j)];
+        cos_t[static_cast<size_t>(t * half + j)] = static_cast<float>(std::cos(a));
+        sin_t[static_cast<size_t>(t * half + j)] = sign * static_cast<float>(std::sin(a));
+      }
+  });
   detail::parallel_ranges(rows, detail::rows_grain(s.D), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* c = cos_t.data() + (r % s.T) * half;
@@ -75,7 +80,8 @@ void rotate(const float* in, float* out, const RopeShape& s, double sign) {
   const int64_t half = s.D / 2;
   for (int64_t r = 0; r < s.B * s.H * s.T; ++r)
     for (int64_t j = 0; j < half; ++j) {
-      const double a = rope_angle(s, r % s.T, j), c = std::cos(a), sn = sign * std::sin(a);
+      const double a = static_cast<double>(r % s.T + s.pos_offset) * inv_freq(s, j);
+      const double c = std::cos(a), sn = sign * std::sin(a);
       const double x1 = in[r * s.D + j], x2 = in[r * s.D + half + j];
       out[r * s.D + j] = static_cast<float>(x1 * c - x2 * sn);
       out[r * s.D + half + j] = static_cast<float>(x2 * c + x1 * sn);
