@@ -12,7 +12,8 @@
 
 namespace acc::test {
 
-using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
+using V = std::vector<Tensor>;
+using OpFn = std::function<Tensor(const V&)>;
 
 struct GradcheckOptions {
   // f32 inputs are perturbed by eps: the truncation error of a central difference is

@@ -6,6 +6,7 @@
 
 #include "acc/ops/activation.h"
 #include "acc/ops/attention.h"
+#include "acc/ops/conv.h"
 #include "acc/ops/embedding.h"
 #include "acc/ops/loss.h"
 #include "acc/ops/norm.h"
@@ -106,6 +107,33 @@ TEST(AttentionOps, RopeGradientsAndPositionZeroIsIdentity) {
   auto x = random_leaves({{1, 1, 1, 4}}, 15);
   EXPECT_TRUE(test::all_close(ops::rope(x[0]).to_vector(), x[0].to_vector(), 0.f, 1e-7f));
   EXPECT_THROW(ops::rope(Tensor::zeros({1, 1, 2, 3})), Error);
+}
+
+}  // namespace
+}  // namespace acc
+
+namespace acc {
+namespace {
+
+TEST(ConvOps, Conv2dGradientsWithStridePadAndOddSizes) {
+  for (int64_t stride : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "stride " << stride);
+    EXPECT_TRUE(test::gradcheck([stride](const test::V& v) { return ops::conv2d(v[0], v[1], v[2], stride, 1); },
+                                test::random_leaves({{2, 3, 5, 5}, {4, 3, 3, 3}, {4}}, 20)));
+  }
+  EXPECT_TRUE(test::gradcheck([](const test::V& v) { return ops::conv2d(v[0], v[1], Tensor()); },
+                              test::random_leaves({{1, 2, 4, 3}, {3, 2, 2, 2}}, 21)));
+  EXPECT_THROW(ops::conv2d(Tensor::zeros({1, 2, 4, 4}), Tensor::zeros({3, 1, 2, 2}), Tensor()), Error);
+}
+
+TEST(ConvOps, MaxPoolPicksWindowMaximaAndRoutesGradient) {
+  Tensor x = Tensor::from_vector({1, 5, 2, 0, 3, 4, 8, 1, 0, 0, 0, 0, 9, 0, 0, 7}, {1, 1, 4, 4});
+  EXPECT_EQ(ops::max_pool2d(x).to_vector(), (std::vector<float>{5, 8, 9, 7}));
+  // Distinct values (no ties) so the finite difference does not cross a switch of argmax.
+  auto in = test::random_leaves({{2, 3, 5, 5}}, 22);
+  EXPECT_TRUE(test::gradcheck([](const test::V& v) { return ops::max_pool2d(v[0]); }, in,
+                              {.eps = 1e-3, .rtol = 2e-2, .atol = 2e-3}));
+  EXPECT_THROW(ops::max_pool2d(Tensor::zeros({1, 1, 1, 1})), Error);
 }
 
 }  // namespace
