@@ -33,7 +33,8 @@ template <class Fwd, class Bwd>
 Results run(const AttentionShape& s, const Inputs& in, Fwd fwd, Bwd bwd) {
   const int64_t nq = s.B * s.H * s.T * s.D, nkv = s.B * s.Hkv * s.T * s.D;
   Results r{std::vector<float>(nq, NAN), std::vector<float>(s.B * s.H * s.T, NAN),
-            std::vector<float>(nq, NAN), std::vector<float>(nkv, NAN), std::vector<float>(nkv, NAN)};
+            std::vector<float>(nq, NAN), std::vector<float>(nkv, NAN),
+            std::vector<float>(nkv, NAN)};
   fwd(in.q.data(), in.k.data(), in.v.data(), r.out.data(), r.lse.data(), s);
   bwd(in.dout.data(), in.q.data(), in.k.data(), in.v.data(), r.out.data(), r.lse.data(),
       r.dq.data(), r.dk.data(), r.dv.data(), s);

@@ -39,8 +39,8 @@ TEST(Conv2d, ForwardMatchesReference) {
       std::vector<float> y(y_size(s), NAN), want(y_size(s));
       conv2d_fwd(x.data(), w.data(), with_bias ? b.data() : nullptr, y.data(), s);
       ref::conv2d_fwd(x.data(), w.data(), with_bias ? b.data() : nullptr, want.data(), s);
-      EXPECT_TRUE(all_close(y, want, kTol, kTol)) << "C=" << s.C << " stride=" << s.stride
-                                                  << " pad=" << s.pad << " bias=" << with_bias;
+      EXPECT_TRUE(all_close(y, want, kTol, kTol))
+          << "C=" << s.C << " stride=" << s.stride << " pad=" << s.pad << " bias=" << with_bias;
     }
 }
 
@@ -53,9 +53,12 @@ TEST(Conv2d, BackwardMatchesReferenceAndAccumulatesWeights) {
       auto dw = random_vector(w_size(s), seed++), db = random_vector(s.K, seed++);  // prior grads
       auto want_dw = dw, want_db = db;
       std::vector<float> dx(x_size(s), NAN), want_dx(x_size(s));
-      conv2d_bwd(dy.data(), x.data(), w.data(), with_dx ? dx.data() : nullptr, dw.data(), db.data(), s);
-      ref::conv2d_bwd(dy.data(), x.data(), w.data(), want_dx.data(), want_dw.data(), want_db.data(), s);
-      const auto where = ::testing::Message() << "C=" << s.C << " stride=" << s.stride << " pad=" << s.pad;
+      conv2d_bwd(dy.data(), x.data(), w.data(), with_dx ? dx.data() : nullptr, dw.data(), db.data(),
+                 s);
+      ref::conv2d_bwd(dy.data(), x.data(), w.data(), want_dx.data(), want_dw.data(), want_db.data(),
+                      s);
+      const auto where = ::testing::Message()
+                         << "C=" << s.C << " stride=" << s.stride << " pad=" << s.pad;
       if (with_dx) {
         EXPECT_TRUE(all_close(dx, want_dx, kTol, kTol)) << "dx " << where;
       }
@@ -108,7 +111,8 @@ TEST(Conv2d, RejectsBadShapes) {
   float v = 0;
   EXPECT_THROW(conv2d_fwd(&v, &v, nullptr, &v, Conv2dShape{1, 1, 2, 2, 1, 3, 3, 1, 0}), acc::Error);
   EXPECT_THROW(conv2d_fwd(&v, &v, nullptr, &v, Conv2dShape{1, 1, 4, 4, 1, 3, 3, 0, 0}), acc::Error);
-  EXPECT_THROW(conv2d_bwd(&v, &v, &v, &v, &v, &v, Conv2dShape{1, 0, 4, 4, 1, 3, 3, 1, 0}), acc::Error);
+  EXPECT_THROW(conv2d_bwd(&v, &v, &v, &v, &v, &v, Conv2dShape{1, 0, 4, 4, 1, 3, 3, 1, 0}),
+               acc::Error);
 }
 
 const Pool2dShape kPools[] = {
@@ -152,7 +156,10 @@ TEST(MaxPool2d, ReferenceBackwardMatchesFiniteDifferences) {
     const auto numeric = numeric_gradient(x, loss);
     int64_t compared = 0;
     for (int64_t i = 0; i < in; ++i) {
-      if (std::fabs(numeric[i] - dx[i]) <= 1e-4f) { ++compared; continue; }
+      if (std::fabs(numeric[i] - dx[i]) <= 1e-4f) {
+        ++compared;
+        continue;
+      }
       const float x0 = x[i];
       std::vector<float> base(out), moved(out);
       std::vector<int32_t> a0(out), a1(out);
@@ -163,8 +170,8 @@ TEST(MaxPool2d, ReferenceBackwardMatchesFiniteDifferences) {
       std::vector<int32_t> a2(out);
       ref::maxpool2d_fwd(x.data(), moved.data(), a2.data(), s);
       x[i] = x0;
-      EXPECT_TRUE(a0 != a1 || a0 != a2) << "gradient mismatch at stable input " << i << ": "
-                                        << dx[i] << " vs " << numeric[i];
+      EXPECT_TRUE(a0 != a1 || a0 != a2)
+          << "gradient mismatch at stable input " << i << ": " << dx[i] << " vs " << numeric[i];
     }
     EXPECT_GT(compared, in * 9 / 10);
   }

@@ -44,7 +44,8 @@ TEST(CrossEntropy, ForwardAndBackwardMatchReference) {
     const auto targets = targets_with_ignored(c.N, c.V, seed++);
     const auto dloss = random_vector(c.N, seed++);
     std::vector<float> loss(c.N, NAN), lse(c.N, NAN), want_loss(c.N), want_lse(c.N);
-    const int64_t kept = cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), c.N, c.V);
+    const int64_t kept =
+        cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), c.N, c.V);
     EXPECT_EQ(kept, ref::cross_entropy_fwd(logits.data(), targets.data(), want_loss.data(),
                                            want_lse.data(), c.N, c.V));
     EXPECT_EQ(kept, c.N - (c.N + 2) / 3);
@@ -52,14 +53,17 @@ TEST(CrossEntropy, ForwardAndBackwardMatchReference) {
     EXPECT_TRUE(all_close(lse, want_lse, kLossRtol, kLossAtol)) << "N=" << c.N << " V=" << c.V;
 
     std::vector<float> grad(c.N * c.V, NAN), want(c.N * c.V);
-    cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), c.N, c.V);
-    ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), want.data(), c.N, c.V);
+    cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), c.N,
+                      c.V);
+    ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), want.data(),
+                           c.N, c.V);
     EXPECT_TRUE(all_close(grad, want, kGradRtol, kGradAtol)) << "N=" << c.N << " V=" << c.V;
     for (int64_t i = 0; i < c.N; i += 3) EXPECT_EQ(loss[i], 0.f) << "ignored row " << i;
 
     // In place: the gradient overwrites the logits and must come out identical.
     auto inplace = logits;
-    cross_entropy_bwd(inplace.data(), targets.data(), lse.data(), dloss.data(), inplace.data(), c.N, c.V);
+    cross_entropy_bwd(inplace.data(), targets.data(), lse.data(), dloss.data(), inplace.data(), c.N,
+                      c.V);
     EXPECT_EQ(inplace, grad) << "in-place N=" << c.N << " V=" << c.V;
   }
 }
@@ -83,8 +87,10 @@ TEST(CrossEntropy, OutOfRangeTargetThrows) {
   std::vector<float> loss(N), lse(N), grad(N * V);
   for (int32_t bad : {4, -1, 1000}) {
     const std::vector<int32_t> targets{0, bad, kIgnore};
-    EXPECT_THROW(cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V), acc::Error);
-    EXPECT_THROW(cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), N, V),
+    EXPECT_THROW(cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V),
+                 acc::Error);
+    EXPECT_THROW(cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(),
+                                   grad.data(), N, V),
                  acc::Error);
   }
   try {
@@ -107,7 +113,8 @@ TEST(CrossEntropy, ReferenceBackwardMatchesFiniteDifferences) {
   const auto dloss = random_vector(N, 51);
   std::vector<float> loss(N), lse(N), grad(N * V);
   ref::cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V);
-  ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), N, V);
+  ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), grad.data(), N,
+                         V);
   auto objective = [&] {
     ref::cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V);
     double l = 0;

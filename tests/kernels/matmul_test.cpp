@@ -65,8 +65,8 @@ TEST(Matmul, AccumulateAndBias) {
       auto want = c;
       matmul(a.data(), b.data(), c.data(), s, bias.data());
       ref::matmul(a.data(), b.data(), want.data(), s, bias.data());
-      EXPECT_TRUE(all_close(c, want, kF32Tol, kF32Tol)) << d.M << "x" << d.N << "x" << d.K
-                                                        << " accumulate=" << acc;
+      EXPECT_TRUE(all_close(c, want, kF32Tol, kF32Tol))
+          << d.M << "x" << d.N << "x" << d.K << " accumulate=" << acc;
     }
 }
 
@@ -105,19 +105,20 @@ TEST(Matmul, Bf16OutputIsRoundedProduct) {
 
 void expect_batched_matches(int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c,
                             const MatmulShape& s, uint64_t seed) {
-  const auto a = random_vector(batch * stride_a, seed), b = random_vector(batch * stride_b, seed + 1);
+  const auto a = random_vector(batch * stride_a, seed),
+             b = random_vector(batch * stride_b, seed + 1);
   std::vector<float> c(batch * stride_c, 0.f), want(batch * stride_c, 0.f);
   batched_matmul(batch, a.data(), stride_a, b.data(), stride_b, c.data(), stride_c, s);
   for (int64_t i = 0; i < batch; ++i)
     ref::matmul(a.data() + i * stride_a, b.data() + i * stride_b, want.data() + i * stride_c, s);
-  EXPECT_TRUE(all_close(c, want, kF32Tol, kF32Tol)) << "strides " << stride_a << "," << stride_b
-                                                    << "," << stride_c;
+  EXPECT_TRUE(all_close(c, want, kF32Tol, kF32Tol))
+      << "strides " << stride_a << "," << stride_b << "," << stride_c;
 }
 
 TEST(Matmul, BatchedDenseAndStrided) {
   for (bool tb : {false, true}) {
     const MatmulShape s{7, 13, 5, false, tb};
-    expect_batched_matches(3, 7 * 5, 5 * 13, 7 * 13, s, 400);      // dense: one 3-D primitive
+    expect_batched_matches(3, 7 * 5, 5 * 13, 7 * 13, s, 400);  // dense: one 3-D primitive
     expect_batched_matches(3, 7 * 5 + 3, 5 * 13 + 1, 7 * 13 + 2, s, 410);  // padded: loop
   }
 }

@@ -50,10 +50,13 @@ void pack_transposed(const float* rows, int64_t n, int64_t D, float* out) {
 }
 
 // Number of keys in [k0, k0 + nk) that query position qi may see (causal: key <= query).
-int64_t visible_keys(int64_t qi, int64_t k0, int64_t nk) { return std::clamp<int64_t>(qi - k0 + 1, 0, nk); }
+int64_t visible_keys(int64_t qi, int64_t k0, int64_t nk) {
+  return std::clamp<int64_t>(qi - k0 + 1, 0, nk);
+}
 
 __m256 fill_tail(const Lanes& lanes, __m256 v, float fill) {
-  return lanes.full ? v : _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(lanes.mask));
+  return lanes.full ? v
+                    : _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(lanes.mask));
 }
 
 // s[j] *= scale for j < n; returns the largest result.
@@ -71,7 +74,8 @@ float scale_and_max(float* s, int64_t n, float scale) {
 float exp_and_sum(float* s, int64_t n, float scale, float shift) {
   __m256 sum = _mm256_setzero_ps();
   for_each_lanes(n, [&](int64_t j, const Lanes& lanes) {
-    const __m256 x = _mm256_fmsub_ps(lanes.load(s + j), _mm256_set1_ps(scale), _mm256_set1_ps(shift));
+    const __m256 x =
+        _mm256_fmsub_ps(lanes.load(s + j), _mm256_set1_ps(scale), _mm256_set1_ps(shift));
     const __m256 p = detail::exp256(x);
     lanes.store(s + j, p);
     sum = _mm256_add_ps(sum, fill_tail(lanes, p, 0.f));
@@ -137,7 +141,8 @@ struct BackwardTask {
         delta[j * T + t] = sum;
       }
     }
-    std::vector<float> kt(D * kKBlock), vt(D * kKBlock), p(kQBlock * kKBlock), ds(kQBlock * kKBlock);
+    std::vector<float> kt(D * kKBlock), vt(D * kKBlock), p(kQBlock * kKBlock),
+        ds(kQBlock * kKBlock);
     for (int64_t k0 = 0; k0 < T; k0 += kKBlock) {
       const int64_t nk = std::min(kKBlock, T - k0);
       const float* k_blk = k + kv + k0 * D;

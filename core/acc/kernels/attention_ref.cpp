@@ -11,7 +11,9 @@ namespace {
 
 struct Heads {
   const AttentionShape& s;
-  double scale() const { return s.scale != 0.f ? s.scale : 1.0 / std::sqrt(static_cast<double>(s.D)); }
+  double scale() const {
+    return s.scale != 0.f ? s.scale : 1.0 / std::sqrt(static_cast<double>(s.D));
+  }
   int64_t q(int64_t b, int64_t h) const { return (b * s.H + h) * s.T * s.D; }
   int64_t kv(int64_t b, int64_t h) const { return (b * s.Hkv + h / (s.H / s.Hkv)) * s.T * s.D; }
   double dot(const float* x, const float* y) const {
@@ -33,7 +35,8 @@ void attention_fwd(const float* q, const float* k, const float* v, float* out, f
       const float *qh = q + at.q(b, h), *kh = k + at.kv(b, h), *vh = v + at.kv(b, h);
       for (int64_t i = 0; i < T; ++i) {
         double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j <= i; ++j) mx = std::max(mx, p[j] = at.dot(qh + i * D, kh + j * D) * at.scale());
+        for (int64_t j = 0; j <= i; ++j)
+          mx = std::max(mx, p[j] = at.dot(qh + i * D, kh + j * D) * at.scale());
         double sum = 0;
         for (int64_t j = 0; j <= i; ++j) sum += p[j] = std::exp(p[j] - mx);
         for (int64_t d = 0; d < D; ++d) {

@@ -7,7 +7,7 @@
 namespace acc::kernels::detail {
 namespace {
 
-constexpr int kTileRows = 6;   // 6 rows x 2 vectors = 12 accumulators + 2 B + 1 broadcast <= 16 ymm
+constexpr int kTileRows = 6;  // 6 rows x 2 vectors = 12 accumulators + 2 B + 1 broadcast <= 16 ymm
 constexpr int64_t kTileCols = 16;
 
 // One R x 16 tile of C (cols <= 16 valid columns), kept in registers over the whole K loop.
@@ -16,8 +16,10 @@ void tile(int64_t K, const float* A, int64_t a_row, int64_t a_col, const float* 
           float* C, int64_t ldc, int64_t cols, bool accumulate) {
   const __m256i m0 = tail_mask(cols), m1 = tail_mask(cols - 8);
   auto load = [&](const float* p, int half) {
-    if constexpr (kFull) return _mm256_loadu_ps(p + 8 * half);
-    else return _mm256_maskload_ps(p + 8 * half, half ? m1 : m0);
+    if constexpr (kFull)
+      return _mm256_loadu_ps(p + 8 * half);
+    else
+      return _mm256_maskload_ps(p + 8 * half, half ? m1 : m0);
   };
   // Fully unrolled row loops let GCC keep c[][] in registers instead of spilling every step.
   __m256 c[R][2];
@@ -36,8 +38,10 @@ void tile(int64_t K, const float* A, int64_t a_row, int64_t a_col, const float* 
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) {
-      if constexpr (kFull) _mm256_storeu_ps(C + r * ldc + 8 * h, c[r][h]);
-      else _mm256_maskstore_ps(C + r * ldc + 8 * h, h ? m1 : m0, c[r][h]);
+      if constexpr (kFull)
+        _mm256_storeu_ps(C + r * ldc + 8 * h, c[r][h]);
+      else
+        _mm256_maskstore_ps(C + r * ldc + 8 * h, h ? m1 : m0, c[r][h]);
     }
 }
 
@@ -60,12 +64,18 @@ void block_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_row, 
   const float* a = A + i * a_row;
   float* c = C + i * ldc;
   switch (M - i) {
-    case 5: return row_strip<5>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
-    case 4: return row_strip<4>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
-    case 3: return row_strip<3>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
-    case 2: return row_strip<2>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
-    case 1: return row_strip<1>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
-    default: return;
+    case 5:
+      return row_strip<5>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
+    case 4:
+      return row_strip<4>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
+    case 3:
+      return row_strip<3>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
+    case 2:
+      return row_strip<2>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
+    case 1:
+      return row_strip<1>(N, K, a, a_row, a_col, B, ldb, c, ldc, accumulate);
+    default:
+      return;
   }
 }
 

@@ -18,11 +18,12 @@ namespace {
 constexpr int64_t kMaxColumnElems = int64_t{1} << 22;
 
 void check_conv(const char* op, const Conv2dShape& s) {
-  ACC_CHECK(s.N >= 0 && s.C >= 1 && s.H >= 1 && s.W >= 1 && s.K >= 1 && s.R >= 1 && s.S >= 1 &&
-                s.stride >= 1 && s.pad >= 0 && s.H + 2 * s.pad >= s.R && s.W + 2 * s.pad >= s.S,
-            op, ": invalid shape N=", s.N, " C=", s.C, " H=", s.H, " W=", s.W, " K=", s.K, " R=", s.R,
-            " S=", s.S, " stride=", s.stride, " pad=", s.pad,
-            "; expected positive sizes, stride >= 1, pad >= 0 and the kernel to fit the padded input");
+  ACC_CHECK(
+      s.N >= 0 && s.C >= 1 && s.H >= 1 && s.W >= 1 && s.K >= 1 && s.R >= 1 && s.S >= 1 &&
+          s.stride >= 1 && s.pad >= 0 && s.H + 2 * s.pad >= s.R && s.W + 2 * s.pad >= s.S,
+      op, ": invalid shape N=", s.N, " C=", s.C, " H=", s.H, " W=", s.W, " K=", s.K, " R=", s.R,
+      " S=", s.S, " stride=", s.stride, " pad=", s.pad,
+      "; expected positive sizes, stride >= 1, pad >= 0 and the kernel to fit the padded input");
 }
 
 // Column layout of a group of G images: rows (c, r, s), columns (image g, oh, ow).
@@ -30,7 +31,7 @@ struct Columns {
   const Conv2dShape& s;
   int64_t OH = s.out_h(), OW = s.out_w(), pixels = OH * OW;
   int64_t rows = s.C * s.R * s.S;
-  int64_t group = std::clamp<int64_t>(kMaxColumnElems / std::max<int64_t>(1, rows * pixels), 1,
+  int64_t group = std::clamp<int64_t>(kMaxColumnElems / std::max<int64_t>(1, rows* pixels), 1,
                                       std::max<int64_t>(1, s.N));
 
   // Calls fn(col_index, input_index) for every in-bounds tap of channel c of image g (input
@@ -124,17 +125,18 @@ void conv2d_bwd(const float* dy, const float* x, const float* w, float* dx, floa
     if (!dx) continue;
     // dcols[CRS, images*P] = w^T * dy, scattered back onto the input grid.
     dcols.resize(cols_of.rows * images * P);
-    matmul(w, dy_group.data(), dcols.data(), MatmulShape{cols_of.rows, images * P, s.K, true, false});
+    matmul(w, dy_group.data(), dcols.data(),
+           MatmulShape{cols_of.rows, images * P, s.K, true, false});
     cols_of.col2im(dcols.data(), n0, images, dx);
   }
 }
 
 namespace {
 void check_pool(const char* op, const Pool2dShape& s) {
-  ACC_CHECK(s.N >= 0 && s.C >= 1 && s.kernel >= 1 && s.stride >= 1 && s.H >= s.kernel &&
-                s.W >= s.kernel,
-            op, ": invalid shape N=", s.N, " C=", s.C, " H=", s.H, " W=", s.W, " kernel=", s.kernel,
-            " stride=", s.stride, "; expected kernel, stride >= 1 and H, W >= kernel");
+  ACC_CHECK(
+      s.N >= 0 && s.C >= 1 && s.kernel >= 1 && s.stride >= 1 && s.H >= s.kernel && s.W >= s.kernel,
+      op, ": invalid shape N=", s.N, " C=", s.C, " H=", s.H, " W=", s.W, " kernel=", s.kernel,
+      " stride=", s.stride, "; expected kernel, stride >= 1 and H, W >= kernel");
 }
 }  // namespace
 

@@ -34,8 +34,11 @@ void store(const std::vector<double>& v, float* out) {
 void conv2d_fwd(const float* x, const float* w, const float* b, float* y, const Conv2dShape& s) {
   const int64_t P = s.out_h() * s.out_w();
   std::vector<double> acc(s.N * s.K * P);
-  for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) acc[i] = b ? b[(i / P) % s.K] : 0.0;
-  for_each_term(s, [&](int64_t xi, int64_t wi, int64_t yi) { acc[yi] += static_cast<double>(x[xi]) * w[wi]; });
+  for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i)
+    acc[i] = b ? b[(i / P) % s.K] : 0.0;
+  for_each_term(s, [&](int64_t xi, int64_t wi, int64_t yi) {
+    acc[yi] += static_cast<double>(x[xi]) * w[wi];
+  });
   store(acc, y);
 }
 
@@ -80,7 +83,8 @@ void maxpool2d_bwd(const float* dy, const int32_t* argmax, float* dx, const Pool
   const int64_t out = s.out_h() * s.out_w(), in = s.H * s.W;
   std::fill(dx, dx + s.N * s.C * in, 0.f);
   for (int64_t plane = 0; plane < s.N * s.C; ++plane)
-    for (int64_t o = 0; o < out; ++o) dx[plane * in + argmax[plane * out + o]] += dy[plane * out + o];
+    for (int64_t o = 0; o < out; ++o)
+      dx[plane * in + argmax[plane * out + o]] += dy[plane * out + o];
 }
 
 }  // namespace acc::kernels::ref

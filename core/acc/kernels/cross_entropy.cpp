@@ -21,7 +21,8 @@ float row_max(const float* x, int64_t n) {
   __m256 mx = neg_inf;
   for_each_lanes(n, [&](int64_t j, const Lanes& lanes) {
     const __m256 v = lanes.load(x + j);
-    mx = _mm256_max_ps(mx, lanes.full ? v : _mm256_blendv_ps(neg_inf, v, _mm256_castsi256_ps(lanes.mask)));
+    mx = _mm256_max_ps(
+        mx, lanes.full ? v : _mm256_blendv_ps(neg_inf, v, _mm256_castsi256_ps(lanes.mask)));
   });
   return detail::hmax(mx);
 }
@@ -82,7 +83,8 @@ void cross_entropy_bwd(const float* logits, const int32_t* targets, const float*
       }
       const __m256 g = _mm256_set1_ps(dloss[i]), shift = _mm256_set1_ps(lse[i]);
       for_each_lanes(V, [&](int64_t j, const Lanes& lanes) {
-        lanes.store(dx + j, _mm256_mul_ps(g, detail::exp256(_mm256_sub_ps(lanes.load(x + j), shift))));
+        lanes.store(dx + j,
+                    _mm256_mul_ps(g, detail::exp256(_mm256_sub_ps(lanes.load(x + j), shift))));
       });
       dx[targets[i]] -= dloss[i];
     }

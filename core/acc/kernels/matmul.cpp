@@ -1,8 +1,6 @@
 #include "acc/kernels/matmul.h"
 
 #include <dnnl.hpp>
-
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -48,7 +46,9 @@ struct PrimitiveKey {
 struct PrimitiveKeyHash {
   size_t operator()(const PrimitiveKey& k) const {
     size_t h = 0;
-    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    auto mix = [&h](uint64_t v) {
+      h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    };
     mix(static_cast<uint64_t>(k.batch));
     mix(static_cast<uint64_t>(k.M));
     mix(static_cast<uint64_t>(k.N));
@@ -80,16 +80,17 @@ Product make_product(const PrimitiveKey& k) {
   p.a = matrix_desc(k.batch, k.M, k.K, k.trans_a, dnnl_type(k.ab_type));
   p.b = matrix_desc(k.batch, k.K, k.N, k.trans_b, dnnl_type(k.ab_type));
   p.c = matrix_desc(k.batch, k.M, k.N, false, dnnl_type(k.c_type));
-  if (k.bias) p.bias = k.batch == 1 ? dnnl::memory::desc(dims{1, k.N}, dt::f32, dims{k.N, 1})
-                                    : dnnl::memory::desc(dims{1, 1, k.N}, dt::f32, dims{k.N, k.N, 1});
+  if (k.bias)
+    p.bias = k.batch == 1 ? dnnl::memory::desc(dims{1, k.N}, dt::f32, dims{k.N, 1})
+                          : dnnl::memory::desc(dims{1, 1, k.N}, dt::f32, dims{k.N, k.N, 1});
   dnnl::primitive_attr attr;
   if (k.accumulate) {
     dnnl::post_ops ops;
     ops.append_sum(1.f);
     attr.set_post_ops(ops);
   }
-  const dnnl::matmul::desc desc = k.bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c)
-                                         : dnnl::matmul::desc(p.a, p.b, p.c);
+  const dnnl::matmul::desc desc =
+      k.bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c) : dnnl::matmul::desc(p.a, p.b, p.c);
   p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine()));
   return p;
 }
@@ -147,8 +148,8 @@ void dense_products(int64_t batch, const void* A, const void* B, void* C, const 
                     const float* bias) {
   if (s.M == 0 || s.N == 0) return;
   if (s.K == 0) return empty_product(batch * s.M, C, s, bias);
-  PrimitiveKey key{batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.ab_type, s.c_type, s.accumulate,
-                   bias != nullptr};
+  PrimitiveKey key{batch,     s.M,       s.N,      s.K,          s.trans_a,
+                   s.trans_b, s.ab_type, s.c_type, s.accumulate, bias != nullptr};
   std::vector<float> a32, b32;
   if (s.ab_type == DType::bf16 && !has_native_bf16()) {
     // No native bf16: widen the operands once and run the f32 GEMM (see matmul.h for why).

@@ -8,7 +8,8 @@ namespace acc::kernels::ref {
 namespace {
 
 double load(const void* p, int64_t i, DType t) {
-  return t == DType::bf16 ? to_f32(static_cast<const bfloat16*>(p)[i]) : static_cast<const float*>(p)[i];
+  return t == DType::bf16 ? to_f32(static_cast<const bfloat16*>(p)[i])
+                          : static_cast<const float*>(p)[i];
 }
 
 }  // namespace
