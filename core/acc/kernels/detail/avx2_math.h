@@ -61,10 +61,6 @@ inline __m256 sigmoid256(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
-}  // namespace acc::kernels::detail
-
-namespace acc::kernels::detail {
-
 // A group of up to 8 consecutive lanes: full groups use plain loads/stores, the tail is masked,
 // so one loop body serves both and every element goes through the same vector math.
 struct Lanes {
