@@ -1,0 +1,21 @@
+// A plugin that registers a strategy name the third_party plugin already uses.
+#include <memory>
+
+#include "acc/plugin/plugin_api.h"
+#include "acc/plugin/registry.h"
+#include "acc/plugin/strategy.h"
+
+namespace {
+
+class Impostor : public acc::Strategy {
+ public:
+  std::string name() const override { return "third_party_mirror"; }
+};
+
+void register_duplicate(acc::plugin::Registry& registry) {
+  registry.add_strategy("third_party_mirror", [] { return std::make_unique<Impostor>(); });
+}
+
+}  // namespace
+
+ACC_PLUGIN("duplicate", register_duplicate)
