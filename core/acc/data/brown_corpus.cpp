@@ -19,6 +19,13 @@ bool attaches_right(std::string_view word) {  // no space after it
   return word == "``" || word == "(" || word == "[";
 }
 
+// Headlines are tagged word/TAG-hl; they stand as paragraphs of their own.
+bool is_headline(std::string_view line) {
+  const size_t end = line.find_first_of(" \t", line.find_first_not_of(" \t"));
+  const std::string_view first = line.substr(0, end);
+  return first.size() > 3 && first.substr(first.size() - 3) == "-hl";
+}
+
 // Appends one tagged sentence line to `out`, which ends at the previous sentence (or is empty).
 void append_sentence(std::string& out, std::string_view line) {
   bool glue_next = out.empty() || out.back() == '\n';
@@ -27,6 +34,7 @@ void append_sentence(std::string& out, std::string_view line) {
   while (tokens >> token) {
     const size_t slash = token.rfind('/');
     const std::string word = slash == std::string::npos || slash == 0 ? token : token.substr(0, slash);
+    if (word == "." && !out.empty() && out.back() == '.') continue;  // "Jr." ending a sentence
     if (!glue_next && !attaches_left(word)) out += ' ';
     out += (word == "``" || word == "''") ? "\"" : word;
     glue_next = attaches_right(word);
@@ -53,10 +61,14 @@ std::string brown_to_text(std::string_view tagged) {
   std::string out;
   std::istringstream lines{std::string(tagged)};
   std::string line;
+  bool after_headline = false;
   while (std::getline(lines, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (line[0] == '\t' && !out.empty()) out += "\n\n";  // a tab opens a new paragraph
+    const bool headline = is_headline(line);
+    // A tab opens a new paragraph; so do a headline and the text after it.
+    if (!out.empty() && (line[0] == '\t' || headline || after_headline)) out += "\n\n";
     append_sentence(out, line);
+    after_headline = headline;
   }
   return out;
 }
