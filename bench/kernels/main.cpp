@@ -1,0 +1,168 @@
+// bench/kernels: every kernel at GPT-2-small shapes (B=8, T=512, C=768, 12 heads), next to a
+// ceiling measured in the same run: matmuls against a bare oneDNN call (target >= 0.9x),
+// memory-bound kernels against memcpy bandwidth (target >= 0.6x), attention against the f32 GEMM
+// peak. Also checks that oneTBB and oneDNN's OpenMP pool do not slow each other down when they
+// alternate, as they do in a training step.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "acc/kernels/activations.h"
+#include "acc/kernels/attention.h"
+#include "acc/kernels/convert.h"
+#include "acc/kernels/cross_entropy.h"
+#include "acc/kernels/matmul.h"
+#include "acc/kernels/norms.h"
+#include "acc/kernels/optimizer.h"
+#include "acc/kernels/softmax.h"
+#include "acc/runtime/threads.h"
+#include "acc/tensor/tensor.h"
+#include "kernels/raw_onednn.h"
+#include "support/measure.h"
+
+namespace {
+
+using acc::DType;
+using acc::Tensor;
+using acc::bench::Row;
+using acc::bench::seconds_per_call;
+
+Tensor random_f32(int64_t n, const char* name) { return Tensor::randn({n}, 1, name); }
+
+struct GemmCase {
+  const char* name;
+  int64_t M, N, K;
+  bool trans_b;
+};
+
+// The products of one GPT-2-small block (linear layers use W[out,in], so forward is x W^T),
+// forward and the two backward products, plus a slice of the vocabulary projection.
+const std::vector<GemmCase> kGemms = {
+    {"attn.c_attn fwd 4096x2304x768", 4096, 2304, 768, true},
+    {"attn.c_proj fwd 4096x768x768", 4096, 768, 768, true},
+    {"mlp.c_fc fwd 4096x3072x768", 4096, 3072, 768, true},
+    {"mlp.c_proj fwd 4096x768x3072", 4096, 768, 3072, true},
+    {"mlp.c_fc dX 4096x768x3072", 4096, 768, 3072, false},
+    {"lm_head fwd 1024x50257x768", 1024, 50257, 768, true},
+};
+
+double gemm_gflops(const GemmCase& g, double seconds) { return 2.0 * g.M * g.N * g.K / seconds / 1e9; }
+
+void bench_matmul(DType ab, std::vector<Row>& rows, double& peak) {
+  const char* tag = ab == DType::f32 ? "f32" : "bf16";
+  for (const GemmCase& g : kGemms) {
+    Tensor a = random_f32(g.M * g.K, "a").to(ab), b = random_f32(g.N * g.K, "b").to(ab);
+    Tensor c = Tensor::zeros({g.M * g.N});
+    acc::kernels::MatmulShape s{g.M, g.N, g.K, false, g.trans_b, ab, DType::f32, false};
+    const double t_acc = seconds_per_call([&] { acc::kernels::matmul(a.raw_data(), b.raw_data(), c.raw_data(), s); });
+    // Without native bf16, oneDNN 2.6 has no bf16 matmul at all: the ceiling is then the bare
+    // f32 call on the same shape (acc converts bf16 inputs to f32 on such CPUs).
+    const bool raw_bf16 = ab == DType::bf16 && acc::kernels::has_native_bf16();
+    Tensor ra = ab == DType::bf16 && !raw_bf16 ? a.to(DType::f32) : a;
+    Tensor rb = ab == DType::bf16 && !raw_bf16 ? b.to(DType::f32) : b;
+    acc::bench::RawOnednnMatmul raw(g.M, g.N, g.K, g.trans_b,
+                                    raw_bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32);
+    const double t_raw = seconds_per_call([&] { raw.run(ra.raw_data(), rb.raw_data(), c.data<float>()); });
+    const double acc_gf = gemm_gflops(g, t_acc), raw_gf = gemm_gflops(g, t_raw);
+    if (ab == DType::f32) peak = std::max(peak, raw_gf);
+    rows.push_back({std::string("matmul ") + tag + " " + g.name, "GFLOP/s", acc_gf, raw_gf,
+                    ab == DType::f32 || raw_bf16 ? "raw oneDNN" : "raw oneDNN f32", 0.9});
+  }
+}
+
+// bytes = bytes read + written per call, for the ratio against memcpy's (read + write) rate.
+void add_memory_bound(std::vector<Row>& rows, const std::string& name, double bytes, double seconds,
+                      double memcpy_gbps) {
+  rows.push_back({name, "GB/s", bytes / seconds / 1e9, memcpy_gbps, "memcpy", 0.6});
+}
+
+void bench_memory_bound(std::vector<Row>& rows, double bw) {
+  const int64_t n = 16 << 20;  // 16M elements: ~1/8 of GPT-2 small's parameters (one rank's shard)
+  Tensor p = random_f32(n, "p"), g = random_f32(n, "g"), m = Tensor::zeros({n}), v = Tensor::zeros({n});
+  Tensor p16 = Tensor::empty({n}, DType::bf16);
+  acc::kernels::AdamWParams h{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1};
+  add_memory_bound(rows, "adamw_step 16M", 28.0 * n,
+                   seconds_per_call([&] { acc::kernels::adamw_step(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), n, h); }), bw);
+  add_memory_bound(rows, "adamw_step 16M + bf16 copy", 30.0 * n,
+                   seconds_per_call([&] { acc::kernels::adamw_step(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), n, h, p16.data<acc::bfloat16>()); }), bw);
+  add_memory_bound(rows, "f32_to_bf16 16M", 6.0 * n,
+                   seconds_per_call([&] { acc::kernels::f32_to_bf16(p.data<float>(), p16.data<acc::bfloat16>(), n); }), bw);
+  add_memory_bound(rows, "bf16_to_f32 16M", 6.0 * n,
+                   seconds_per_call([&] { acc::kernels::bf16_to_f32(p16.data<acc::bfloat16>(), g.data<float>(), n); }), bw);
+
+  const int64_t R = 4096, C = 768;
+  Tensor x = random_f32(R * C, "x"), y = Tensor::zeros({R * C}), dy = random_f32(R * C, "dy"), dx = Tensor::zeros({R * C});
+  Tensor gamma = Tensor::full({C}, 1.0), beta = Tensor::zeros({C}), dgamma = Tensor::zeros({C}), dbeta = Tensor::zeros({C});
+  Tensor mean = Tensor::zeros({R}), rstd = Tensor::zeros({R});
+  add_memory_bound(rows, "layernorm_fwd 4096x768", 8.0 * R * C,
+                   seconds_per_call([&] { acc::kernels::layernorm_fwd(x.data<float>(), gamma.data<float>(), beta.data<float>(), y.data<float>(), mean.data<float>(), rstd.data<float>(), R, C, 1e-5f); }), bw);
+  add_memory_bound(rows, "layernorm_bwd 4096x768", 12.0 * R * C,
+                   seconds_per_call([&] { acc::kernels::layernorm_bwd(dy.data<float>(), x.data<float>(), gamma.data<float>(), mean.data<float>(), rstd.data<float>(), dx.data<float>(), dgamma.data<float>(), dbeta.data<float>(), R, C); }), bw);
+  const int64_t F = R * 4 * C;  // the MLP's hidden activations
+  Tensor hx = random_f32(F, "h"), hy = Tensor::zeros({F}), hdy = random_f32(F, "hdy"), hdx = Tensor::zeros({F});
+  add_memory_bound(rows, "gelu_fwd 4096x3072", 8.0 * F,
+                   seconds_per_call([&] { acc::kernels::gelu_fwd(hx.data<float>(), hy.data<float>(), F); }), bw);
+  add_memory_bound(rows, "gelu_bwd 4096x3072", 12.0 * F,
+                   seconds_per_call([&] { acc::kernels::gelu_bwd(hdy.data<float>(), hx.data<float>(), hdx.data<float>(), F); }), bw);
+
+  const int64_t N = 1024, V = 50257;
+  Tensor logits = random_f32(N * V, "logits"), dlogits = Tensor::zeros({N * V});
+  Tensor losses = Tensor::zeros({N}), lse = Tensor::zeros({N}), dloss = Tensor::full({N}, 1.0 / N);
+  std::vector<int32_t> targets(N);
+  for (int64_t i = 0; i < N; ++i) targets[i] = static_cast<int32_t>((i * 7919) % V);
+  add_memory_bound(rows, "cross_entropy_fwd 1024x50257", 4.0 * N * V,
+                   seconds_per_call([&] { acc::kernels::cross_entropy_fwd(logits.data<float>(), targets.data(), losses.data<float>(), lse.data<float>(), N, V); }), bw);
+  add_memory_bound(rows, "cross_entropy_bwd 1024x50257", 8.0 * N * V,
+                   seconds_per_call([&] { acc::kernels::cross_entropy_bwd(logits.data<float>(), targets.data(), lse.data<float>(), dloss.data<float>(), dlogits.data<float>(), N, V); }), bw);
+  add_memory_bound(rows, "softmax_fwd 1024x50257", 8.0 * N * V,
+                   seconds_per_call([&] { acc::kernels::softmax_fwd(logits.data<float>(), dlogits.data<float>(), N, V); }), bw);
+}
+
+void bench_attention(std::vector<Row>& rows, double peak) {
+  acc::kernels::AttentionShape s{8, 12, 12, 512, 64, 0.f};
+  const int64_t n = s.B * s.H * s.T * s.D;
+  Tensor q = random_f32(n, "q"), k = random_f32(n, "k"), v = random_f32(n, "v"), o = Tensor::zeros({n});
+  Tensor dout = random_f32(n, "do"), dq = Tensor::zeros({n}), dk = Tensor::zeros({n}), dv = Tensor::zeros({n});
+  Tensor lse = Tensor::zeros({s.B * s.H * s.T});
+  // Causal: half of the T*T scores; forward 2 products (QK^T, PV), backward 5 (incl. recompute).
+  const double pair_flops = 2.0 * s.B * s.H * s.T * s.T * s.D / 2.0;
+  const double t_f = seconds_per_call([&] { acc::kernels::attention_fwd(q.data<float>(), k.data<float>(), v.data<float>(), o.data<float>(), lse.data<float>(), s); });
+  const double t_b = seconds_per_call([&] { acc::kernels::attention_bwd(dout.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), o.data<float>(), lse.data<float>(), dq.data<float>(), dk.data<float>(), dv.data<float>(), s); });
+  rows.push_back({"attention_fwd B8 H12 T512 D64", "GFLOP/s", 2 * pair_flops / t_f / 1e9, peak, "f32 GEMM peak", 0});
+  rows.push_back({"attention_bwd B8 H12 T512 D64", "GFLOP/s", 5 * pair_flops / t_b / 1e9, peak, "f32 GEMM peak", 0});
+}
+
+// A training step alternates oneDNN (OpenMP threads) and oneTBB kernels. If either pool's idle
+// threads spin while the other works, alternating is slower than the two parts run apart.
+void bench_pool_interplay(std::vector<Row>& rows) {
+  const int64_t M = 4096, C = 768;
+  Tensor a = random_f32(M * C, "a"), w = random_f32(C * C, "w"), c = Tensor::zeros({M * C});
+  Tensor gamma = Tensor::full({C}, 1.0), beta = Tensor::zeros({C}), y = Tensor::zeros({M * C});
+  Tensor mean = Tensor::zeros({M}), rstd = Tensor::zeros({M});
+  acc::kernels::MatmulShape s{M, C, C, false, true, DType::f32, DType::f32, false};
+  auto mm = [&] { acc::kernels::matmul(a.raw_data(), w.raw_data(), c.raw_data(), s); };
+  auto ln = [&] { acc::kernels::layernorm_fwd(c.data<float>(), gamma.data<float>(), beta.data<float>(), y.data<float>(), mean.data<float>(), rstd.data<float>(), M, C, 1e-5f); };
+  const double apart = seconds_per_call(mm) + seconds_per_call(ln);
+  const double together = seconds_per_call([&] { mm(); ln(); });
+  rows.push_back({"matmul+layernorm alternating (ms)", "ms", together * 1e3, apart * 1e3, "sum run apart", 0});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string out = argc > 1 ? argv[1] : "bench/results/kernels.json";
+  acc::runtime::set_num_threads(acc::runtime::default_num_threads());
+  std::vector<Row> rows;
+  double f32_peak = 0, unused = 0;
+  const double bw = acc::bench::memcpy_gbps();
+  rows.push_back({"memcpy 256MB (read+write)", "GB/s", bw, 0, "", 0});
+  bench_matmul(DType::f32, rows, f32_peak);
+  bench_matmul(DType::bf16, rows, unused);
+  rows.push_back({"f32 GEMM peak (best raw oneDNN)", "GFLOP/s", f32_peak, 0, "", 0});
+  bench_memory_bound(rows, bw);
+  bench_attention(rows, f32_peak);
+  bench_pool_interplay(rows);
+  acc::bench::report("acc kernels at GPT-2-small shapes", rows, out,
+                     {{"threads", std::to_string(acc::runtime::num_threads())},
+                      {"native_bf16", acc::kernels::has_native_bf16() ? "yes" : "no"}});
+}

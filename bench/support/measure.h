@@ -1,0 +1,38 @@
+#pragma once
+// Timing and reporting shared by acc's benchmarks. Every benchmark prints its numbers next to a
+// ceiling measured in the same run (GEMM peak, memcpy bandwidth) and against the previous
+// results file, so a number is never read without its context.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace acc::bench {
+
+// Best time per call in seconds: calls fn until min_seconds have passed (after one warm-up
+// call), in batches, and keeps the fastest batch average. Best-of is used because the
+// machine's noise only ever adds time.
+double seconds_per_call(const std::function<void()>& fn, double min_seconds = 0.3);
+
+// Bandwidth of std::memcpy over `bytes` (counting read + write, i.e. 2*bytes per copy), GB/s.
+double memcpy_gbps(size_t bytes = size_t{256} << 20);
+
+std::string cpu_model();
+std::string utc_timestamp();
+
+// One row of a results table: a name, its measured value, the ceiling it is compared with.
+struct Row {
+  std::string name;
+  std::string unit;     // "GFLOP/s", "GB/s", "ms"
+  double value = 0;
+  double ceiling = 0;   // 0 when there is no ceiling for this row
+  std::string ceiling_name;
+  double target = 0;    // wanted value/ceiling ratio, 0 when none
+};
+
+// Prints rows as a table with ratio-to-ceiling and change against `previous_json` (if it
+// exists), then writes all rows to `json_path` (write to .tmp, then rename).
+void report(const std::string& title, const std::vector<Row>& rows, const std::string& json_path,
+            const std::map<std::string, std::string>& context);
+
+}  // namespace acc::bench
