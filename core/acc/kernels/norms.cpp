@@ -17,9 +17,14 @@ namespace {
 
 using detail::hsum;
 
-// Rows per dgamma/dbeta partial sum. Partials are summed in block order, so the result depends
-// only on the shape, never on how many threads ran the blocks.
-constexpr int64_t kRowBlock = 32;
+// dgamma/dbeta are summed per block of rows, then the block partials in block order. The blocking
+// depends only on the shape, never on the threads, so results are reproducible. At most
+// kMaxRowBlocks partial rows bound the scratch memory; at least kMinRowsPerBlock rows amortise it.
+constexpr int64_t kMaxRowBlocks = 64, kMinRowsPerBlock = 32;
+
+int64_t rows_per_block(int64_t rows) {
+  return std::max(kMinRowsPerBlock, (rows + kMaxRowBlocks - 1) / kMaxRowBlocks);
+}
 
 void check_shape(const char* op, int64_t rows, int64_t cols) {
   ACC_CHECK(rows >= 0 && cols > 0, op, ": expected rows >= 0 and cols > 0, got rows=", rows,
@@ -125,16 +130,16 @@ void norm_row_bwd(const float* dy, const float* x, const float* gamma, float mea
 void norm_bwd(const float* dy, const float* x, const float* gamma, const float* mean,
               const float* rstd, float* dx, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
               bool center) {
-  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  const int64_t per_block = rows_per_block(rows), blocks = (rows + per_block - 1) / per_block;
   // Per-block partials: [blocks, cols] for each requested parameter gradient.
   std::vector<float> pgamma(dgamma ? static_cast<size_t>(blocks * cols) : 0, 0.f);
   std::vector<float> pbeta(dbeta ? static_cast<size_t>(blocks * cols) : 0, 0.f);
-  const int64_t block_grain = std::max<int64_t>(1, detail::rows_grain(cols) / kRowBlock);
+  const int64_t block_grain = std::max<int64_t>(1, detail::rows_grain(cols) / per_block);
   detail::parallel_ranges(blocks, block_grain, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       float* pg = dgamma ? pgamma.data() + b * cols : nullptr;
       float* pb = dbeta ? pbeta.data() + b * cols : nullptr;
-      for (int64_t r = b * kRowBlock; r < std::min(rows, (b + 1) * kRowBlock); ++r)
+      for (int64_t r = b * per_block; r < std::min(rows, (b + 1) * per_block); ++r)
         norm_row_bwd(dy + r * cols, x + r * cols, gamma, center ? mean[r] : 0.f, rstd[r],
                      dx + r * cols, pg, pb, cols, center);
     }
