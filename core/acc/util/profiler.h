@@ -1,0 +1,40 @@
+#pragma once
+// A cheap always-compiled profiler for "where does a training step spend its time": kernels mark
+// their entry points with ACC_PROFILE("name"); when profiling is off (the default) a mark costs
+// one relaxed atomic load. Totals are per name, summed over threads (time inside a parallel
+// kernel is counted once, on the calling thread).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace acc::profiler {
+
+void enable(bool on);
+bool enabled();
+void reset();
+
+struct Entry {
+  std::string name;
+  double seconds = 0;
+  int64_t calls = 0;
+};
+// Entries sorted by time, largest first.
+std::vector<Entry> snapshot();
+
+class Scope {
+ public:
+  explicit Scope(const char* name);
+  ~Scope();
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  const char* name_;
+  int64_t start_ns_;  // < 0 when profiling was off at entry
+};
+
+}  // namespace acc::profiler
+
+#define ACC_PROFILE_CONCAT2(a, b) a##b
+#define ACC_PROFILE_CONCAT(a, b) ACC_PROFILE_CONCAT2(a, b)
+#define ACC_PROFILE(name) ::acc::profiler::Scope ACC_PROFILE_CONCAT(acc_profile_scope_, __LINE__)(name)
