@@ -7,6 +7,7 @@
 
 #include "acc/kernels/block_gemm.h"
 #include "acc/kernels/matmul.h"
+#include "acc/runtime/threads.h"
 #include "acc/util/error.h"
 #include "support/test_support.h"
 
@@ -62,6 +63,22 @@ TEST(Attention, ForwardAndBackwardMatchReference) {
         EXPECT_TRUE(all_close(got.dk, want.dk, kRtol, kAtol)) << "dk " << where;
         EXPECT_TRUE(all_close(got.dv, want.dv, kRtol, kAtol)) << "dv " << where;
       }
+}
+
+// With fewer (batch, kv head) pairs than threads the backward splits key blocks across tasks
+// and sums private dQ parts; 4 threads and B*Hkv <= 2 force that path (3 key blocks at T=130).
+TEST(Attention, BackwardWithKeyBlocksSplitAcrossTasks) {
+  runtime::set_num_threads(4);
+  for (int64_t Hkv : {1, 2}) {
+    const AttentionShape s{1, 4, Hkv, 130, 16};
+    const Inputs in(s, 60 + Hkv);
+    const Results got = run(s, in, attention_fwd, attention_bwd);
+    const Results want = run(s, in, ref::attention_fwd, ref::attention_bwd);
+    EXPECT_TRUE(all_close(got.dq, want.dq, kRtol, kAtol)) << "dq Hkv=" << Hkv;
+    EXPECT_TRUE(all_close(got.dk, want.dk, kRtol, kAtol)) << "dk Hkv=" << Hkv;
+    EXPECT_TRUE(all_close(got.dv, want.dv, kRtol, kAtol)) << "dv Hkv=" << Hkv;
+  }
+  runtime::set_num_threads(runtime::default_num_threads());
 }
 
 TEST(Attention, ExplicitScaleIsUsed) {

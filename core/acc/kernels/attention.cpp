@@ -11,6 +11,7 @@
 
 #include "acc/kernels/block_gemm.h"
 #include "acc/kernels/detail/avx2_math.h"
+#include "acc/runtime/threads.h"
 #include "acc/util/error.h"
 
 namespace acc::kernels {
@@ -101,7 +102,7 @@ void forward_query_block(const Geometry& g, const float* q, const float* k, cons
     for (int64_t i = 0; i < nq; ++i) {
       float* s = scores.data() + i * kKBlock;
       const int64_t visible = visible_keys(q0 + i, k0, nk);
-      std::fill(s + std::max<int64_t>(visible, 0), s + nk, 0.f);
+      std::fill(s + visible, s + nk, 0.f);
       if (visible == 0) continue;
       const float m_new = std::max(row_max[i], scale_and_max(s, visible, g.scale));
       const float rescale = std::exp(row_max[i] - m_new);  // exp(-inf) = 0 on the first block
@@ -118,47 +119,46 @@ void forward_query_block(const Geometry& g, const float* q, const float* k, cons
   }
 }
 
-// Everything touching one kv head: its dK, dV, and dQ of the query heads that share it, so
-// tasks over (b, kv head) never write the same memory.
+// Backward work for one kv head, or for every `splits`-th of its key blocks: dK and dV rows of
+// those key blocks, and the dQ contribution of those blocks for the query heads sharing the kv
+// head, written to `dq_group` ([group, T, D], zeroed here). Tasks never share output memory.
 struct BackwardTask {
   const Geometry& g;
   const float *dout, *q, *k, *v, *out, *lse;
-  float *dq, *dk, *dv;
+  float *dk, *dv;
+  int64_t splits;
 
-  void run(int64_t b, int64_t hk) const {
+  void run(int64_t b, int64_t hk, int64_t part, float* dq_group) const {
     const int64_t T = g.T, D = g.D;
-    const int64_t kv = g.kv_head(b, hk);
-    std::fill(dk + kv, dk + kv + T * D, 0.f);
-    std::fill(dv + kv, dv + kv + T * D, 0.f);
+    const int64_t kv = g.kv_head(b, hk), q_first = g.q_head(b, hk * g.group);
+    std::fill(dq_group, dq_group + g.group * T * D, 0.f);
     // delta[i] = rowsum(dO * O) per query row of every head in the group.
     std::vector<float> delta(g.group * T);
-    for (int64_t j = 0; j < g.group; ++j) {
-      const int64_t qh = g.q_head(b, hk * g.group + j);
-      std::fill(dq + qh, dq + qh + T * D, 0.f);
-      for (int64_t t = 0; t < T; ++t) {
-        float sum = 0.f;
-        for (int64_t d = 0; d < D; ++d) sum += dout[qh + t * D + d] * out[qh + t * D + d];
-        delta[j * T + t] = sum;
-      }
+    for (int64_t i = 0; i < g.group * T; ++i) {
+      float sum = 0.f;
+      for (int64_t d = 0; d < D; ++d) sum += dout[q_first + i * D + d] * out[q_first + i * D + d];
+      delta[i] = sum;
     }
     std::vector<float> kt(D * kKBlock), vt(D * kKBlock), p(kQBlock * kKBlock),
         ds(kQBlock * kKBlock);
-    for (int64_t k0 = 0; k0 < T; k0 += kKBlock) {
+    // Round-robin over key blocks: early blocks see more queries, so this balances the parts.
+    for (int64_t k0 = part * kKBlock; k0 < T; k0 += splits * kKBlock) {
       const int64_t nk = std::min(kKBlock, T - k0);
       const float* k_blk = k + kv + k0 * D;
       pack_transposed(k_blk, nk, D, kt.data());
       pack_transposed(v + kv + k0 * D, nk, D, vt.data());
       float* dk_blk = dk + kv + k0 * D;
       float* dv_blk = dv + kv + k0 * D;
+      std::fill(dk_blk, dk_blk + nk * D, 0.f);
+      std::fill(dv_blk, dv_blk + nk * D, 0.f);
       for (int64_t j = 0; j < g.group; ++j) {
-        const int64_t qh = g.q_head(b, hk * g.group + j);
-        const int64_t h = hk * g.group + j;
+        const int64_t qh = q_first + j * T * D;
         // Query blocks that see at least one key of this block.
         for (int64_t q0 = k0 / kQBlock * kQBlock; q0 < T; q0 += kQBlock) {
           const int64_t nq = std::min(kQBlock, T - q0);
           const float* q_blk = q + qh + q0 * D;
           const float* do_blk = dout + qh + q0 * D;
-          const float* lse_blk = lse + (b * g.H + h) * T + q0;
+          const float* lse_blk = lse + (b * g.H + hk * g.group + j) * T + q0;
           const float* delta_blk = delta.data() + j * T + q0;
           // P = exp(S * scale - lse), zero where causally masked.
           block_gemm(nq, nk, D, q_blk, D, 1, kt.data(), kKBlock, p.data(), kKBlock, false);
@@ -178,7 +178,8 @@ struct BackwardTask {
             for (int64_t c = 0; c < nk; ++c) dsr[c] = pr[c] * (dsr[c] - delta_blk[i]) * g.scale;
           }
           // dQ += dS K,  dK += dS^T Q
-          block_gemm(nq, D, nk, ds.data(), kKBlock, 1, k_blk, D, dq + qh + q0 * D, D, true);
+          float* dq_blk = dq_group + j * T * D + q0 * D;
+          block_gemm(nq, D, nk, ds.data(), kKBlock, 1, k_blk, D, dq_blk, D, true);
           block_gemm(nk, D, nq, ds.data(), 1, kKBlock, q_blk, D, dk_blk, D, true);
         }
       }
@@ -209,11 +210,29 @@ void attention_bwd(const float* dout, const float* q, const float* k, const floa
                    const float* out, const float* lse, float* dq, float* dk, float* dv,
                    const AttentionShape& s) {
   const Geometry g = resolve("attention_bwd", s);
-  const BackwardTask task{g, dout, q, k, v, out, lse, dq, dk, dv};
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, g.B * g.Hkv),
-                    [&](const tbb::blocked_range<int64_t>& r) {
-                      for (int64_t t = r.begin(); t < r.end(); ++t) task.run(t / g.Hkv, t % g.Hkv);
-                    });
+  if (g.B == 0 || g.T == 0) return;
+  // One task per (b, kv head) writes its dQ in place. With fewer kv heads than threads, key
+  // blocks are split across tasks that each sum dQ privately, and the parts are added after.
+  const int64_t pairs = g.B * g.Hkv, k_blocks = (g.T + kKBlock - 1) / kKBlock;
+  const int64_t threads = runtime::num_threads();
+  const int64_t splits = pairs >= threads ? 1 : std::min(k_blocks, (threads + pairs - 1) / pairs);
+  const int64_t group_size = g.group * g.T * g.D;
+  std::vector<float> partial(splits > 1 ? pairs * splits * group_size : 0);
+  const BackwardTask task{g, dout, q, k, v, out, lse, dk, dv, splits};
+  tbb::parallel_for(int64_t{0}, pairs * splits, [&](int64_t t) {
+    const int64_t pair = t / splits, part = t % splits;
+    const int64_t b = pair / g.Hkv, hk = pair % g.Hkv;
+    task.run(b, hk, part,
+             splits == 1 ? dq + g.q_head(b, hk * g.group) : partial.data() + t * group_size);
+  });
+  if (splits == 1) return;
+  tbb::parallel_for(int64_t{0}, pairs, [&](int64_t pair) {
+    float* dst = dq + pair * group_size;  // a kv head's query heads are consecutive in dq
+    const float* parts = partial.data() + pair * splits * group_size;
+    std::copy_n(parts, group_size, dst);
+    for (int64_t part = 1; part < splits; ++part)
+      for (int64_t i = 0; i < group_size; ++i) dst[i] += parts[part * group_size + i];
+  });
 }
 
 }  // namespace acc::kernels
