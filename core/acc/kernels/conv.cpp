@@ -26,6 +26,8 @@ void check_conv(const char* op, const Conv2dShape& s) {
       "; expected positive sizes, stride >= 1, pad >= 0 and the kernel to fit the padded input");
 }
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Column layout of a group of G images: rows (c, r, s), columns (image g, oh, ow).
 struct Columns {
   const Conv2dShape& s;
@@ -41,14 +43,16 @@ struct Columns {
     for (int64_t r = 0; r < s.R; ++r)
       for (int64_t q = 0; q < s.S; ++q) {
         const int64_t row = (c * s.R + r) * s.S + q;
+        // Output columns whose tap lands inside the input row: w = ow*stride - pad + q in [0, W).
+        const int64_t ow_begin = std::min(OW, ceil_div(std::max<int64_t>(0, s.pad - q), s.stride));
+        const int64_t ow_end =
+            std::min(OW, ceil_div(std::max<int64_t>(0, s.W + s.pad - q), s.stride));
         for (int64_t oh = 0; oh < OH; ++oh) {
           const int64_t h = oh * s.stride - s.pad + r;
           if (h < 0 || h >= s.H) continue;
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t w = ow * s.stride - s.pad + q;
-            if (w < 0 || w >= s.W) continue;
-            fn(row * images * pixels + g * pixels + oh * OW + ow, h * s.W + w);
-          }
+          const int64_t col = row * images * pixels + g * pixels + oh * OW;
+          const int64_t in = h * s.W - s.pad + q;
+          for (int64_t ow = ow_begin; ow < ow_end; ++ow) fn(col + ow, in + ow * s.stride);
         }
       }
   }
