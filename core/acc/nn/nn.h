@@ -1,0 +1,6 @@
+#pragma once
+// The module layer of acc (namespace acc::nn).
+#include "acc/nn/containers.h"
+#include "acc/nn/init.h"
+#include "acc/nn/layers.h"
+#include "acc/nn/module.h"
