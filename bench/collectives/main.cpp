@@ -1,0 +1,133 @@
+// bench_collectives: algorithm bandwidth (bytes of the full buffer / time) of acc's all_gather,
+// reduce_scatter and all_reduce over the mpi plugin, next to memcpy bandwidth (bytes copied /
+// time) and OpenMPI's own MPI_Allgather / MPI_Reduce_scatter_block / MPI_Allreduce, all in the
+// same run. Run: mpirun -np 2 build/bin/bench_collectives [json path]
+// The built-ins run from the main thread while acc's comm thread is idle, so MPI is
+// initialised here with MPI_THREAD_SERIALIZED before acc::init (the plugin then reuses it).
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "acc/runtime/init.h"
+#include "acc/tensor/tensor.h"
+#include "support/measure.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds per call: a warm-up call, then enough calls for ~0.25 s (at least 3), timed between
+// barriers; the slowest rank's time counts, since a collective is as fast as its last rank.
+double seconds_per_call(const std::function<void()>& fn, size_t bytes) {
+  fn();
+  const int calls = static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / std::max<size_t>(bytes, 1), 3, 2000));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; ++i) fn();
+  double local = std::chrono::duration<double>(Clock::now() - start).count() / calls, slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+struct Row {
+  size_t bytes;
+  double memcpy, acc_ag, mpi_ag, acc_rs, mpi_rs, acc_rs_bf16, acc_ar, mpi_ar;  // GB/s
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  acc::init(argc, argv);
+  auto& g = acc::world();
+  const int p = g.size();
+  const std::string json_path = argc > 1 ? argv[1] : ACC_SOURCE_DIR "/bench/results/collectives.json";
+
+  std::vector<Row> rows;
+  const size_t kib = 1024, mib = kib * kib;
+  for (size_t bytes : {kib, 4 * kib, 16 * kib, 64 * kib, 256 * kib, mib, 4 * mib, 8 * mib,
+                       16 * mib, 64 * mib, 256 * mib, 512 * mib}) {
+    const int64_t n = static_cast<int64_t>(bytes / 4 / p) * p;  // f32 elements, divisible by p
+    const size_t full = static_cast<size_t>(n) * 4;
+    auto gbps = [&](double seconds) { return full / seconds / 1e9; };
+    Row row{full, 0, 0, 0, 0, 0, 0, 0, 0};
+    {
+      acc::Tensor a = acc::Tensor::full({n}, 1.0), b = acc::Tensor::zeros({n});
+      row.memcpy = gbps(seconds_per_call([&] { std::memcpy(b.raw_data(), a.raw_data(), full); }, full));
+    }
+    {
+      acc::Tensor shard = acc::Tensor::full({n / p}, 1.0), out = acc::Tensor::zeros({n});
+      row.acc_ag = gbps(seconds_per_call([&] { g.all_gather(shard, out); }, full));
+      row.mpi_ag = gbps(seconds_per_call([&] {
+        MPI_Allgather(shard.raw_data(), static_cast<int>(n / p), MPI_FLOAT, out.raw_data(),
+                      static_cast<int>(n / p), MPI_FLOAT, MPI_COMM_WORLD);
+      }, full));
+    }
+    {
+      acc::Tensor in = acc::Tensor::full({n}, 1.0), shard = acc::Tensor::zeros({n / p});
+      row.acc_rs = gbps(seconds_per_call([&] { g.reduce_scatter(in, shard); }, full));
+      row.mpi_rs = gbps(seconds_per_call([&] {
+        MPI_Reduce_scatter_block(in.raw_data(), shard.raw_data(), static_cast<int>(n / p),
+                                 MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      }, full));
+    }
+    {
+      // Same element count in bf16: half the bytes, reported against the same f32 size.
+      acc::Tensor in = acc::Tensor::full({n}, 1.0, acc::DType::bf16);
+      acc::Tensor shard = acc::Tensor::zeros({n / p}, acc::DType::bf16);
+      row.acc_rs_bf16 = full / 2 / seconds_per_call([&] { g.reduce_scatter(in, shard); }, full / 2) / 1e9;
+    }
+    {
+      acc::Tensor t = acc::Tensor::full({n}, 1.0), out = acc::Tensor::zeros({n});
+      row.acc_ar = gbps(seconds_per_call([&] { g.all_reduce(t); }, full));
+      row.mpi_ar = gbps(seconds_per_call([&] {
+        MPI_Allreduce(t.raw_data(), out.raw_data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
+      }, full));
+    }
+    rows.push_back(row);
+    if (g.rank() == 0) std::fprintf(stderr, "  measured %zu bytes\n", full);
+  }
+
+  if (g.rank() == 0) {
+    std::printf("collectives at %d ranks, f32, GB/s = bytes of the full buffer / time\n", p);
+    std::printf("%10s %8s | %8s %8s %5s | %8s %8s %5s %8s | %8s %8s\n", "bytes", "memcpy",
+                "acc AG", "MPI AG", "xmem", "acc RS", "MPI RS", "xmem", "RS bf16", "acc AR",
+                "MPI AR");
+    for (const Row& r : rows)
+      std::printf("%10zu %8.2f | %8.2f %8.2f %5.2f | %8.2f %8.2f %5.2f %8.2f | %8.2f %8.2f\n",
+                  r.bytes, r.memcpy, r.acc_ag, r.mpi_ag, r.acc_ag / r.memcpy, r.acc_rs, r.mpi_rs,
+                  r.acc_rs / r.memcpy, r.acc_rs_bf16, r.acc_ar, r.mpi_ar);
+    std::ofstream out(json_path + ".tmp");
+    out << "{\n  \"benchmark\": \"collectives\",\n  \"ranks\": " << p << ",\n  \"cpu\": \""
+        << acc::bench::cpu_model() << "\",\n  \"date\": \""
+        << acc::bench::utc_timestamp()
+        << "\",\n  \"unit\": \"GB/s (bytes of the full f32 buffer / time)\",\n  \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      out << "    {\"bytes\": " << r.bytes << ", \"memcpy\": " << r.memcpy
+          << ", \"acc_all_gather\": " << r.acc_ag << ", \"mpi_allgather\": " << r.mpi_ag
+          << ", \"acc_reduce_scatter\": " << r.acc_rs
+          << ", \"mpi_reduce_scatter_block\": " << r.mpi_rs
+          << ", \"acc_reduce_scatter_bf16\": " << r.acc_rs_bf16
+          << ", \"acc_all_reduce\": " << r.acc_ar << ", \"mpi_allreduce\": " << r.mpi_ar << "}"
+          << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    out << "  ]\n}\n";
+    out.close();
+    std::rename((json_path + ".tmp").c_str(), json_path.c_str());
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  acc::shutdown();
+  MPI_Finalize();
+  return 0;
+}
