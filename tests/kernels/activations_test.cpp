@@ -130,6 +130,13 @@ TEST(Activations, SwigluBackwardMatchesFiniteDifferences) {
   }
 }
 
+TEST(Activations, EmptyInputIsANoOp) {
+  float x = 5.f, y = 7.f;
+  gelu_fwd(&x, &y, 0);
+  swiglu_fwd(&x, &x, &y, 0);
+  EXPECT_EQ(y, 7.f);
+}
+
 TEST(Activations, RejectsNegativeCount) {
   float x = 0.f;
   EXPECT_THROW(gelu_fwd(&x, &x, -1), Error);

@@ -64,6 +64,14 @@ TEST(Embedding, BackwardDoesNotDependOnThreadCount) {
   EXPECT_EQ(one, two);
 }
 
+TEST(Embedding, NoIdsIsANoOp) {
+  const Vec table(6, 1.f);
+  Vec dtable(6, 2.f);
+  embedding_fwd(table.data(), nullptr, nullptr, 0, 3, 2);
+  embedding_bwd(nullptr, nullptr, dtable.data(), 0, 3, 2);
+  EXPECT_EQ(dtable, Vec(6, 2.f));
+}
+
 TEST(Embedding, OutOfRangeIdNamesPositionAndValue) {
   const Vec table(3 * 4, 1.f);
   Vec out(4 * 4);
