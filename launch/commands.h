@@ -1,0 +1,18 @@
+#pragma once
+// The subcommands of `accelerate`. A new subcommand (config, env, estimate-memory) is one new
+// source file with its run function plus one line in commands.cpp.
+#include <string>
+#include <vector>
+
+namespace acc::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  // Arguments after the subcommand name; returns the process exit code.
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands();
+
+}  // namespace acc::cli
