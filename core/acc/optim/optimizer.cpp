@@ -1,0 +1,81 @@
+#include "acc/optim/optimizer.h"
+
+#include "acc/autograd/grad_mode.h"
+
+namespace acc::optim {
+
+std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
+  ParamGroup group;
+  group.params = std::move(params);
+  return {std::move(group)};
+}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr,
+                     double default_weight_decay, const char* name)
+    : groups_(std::move(groups)),
+      default_lr_(default_lr),
+      default_weight_decay_(default_weight_decay),
+      name_(name) {
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const ParamGroup& group = groups_[g];
+    ACC_CHECK(group.bf16_copies.empty() || group.bf16_copies.size() == group.params.size(), name_,
+              ": group ", g, " has ", group.bf16_copies.size(), " bf16 copies for ",
+              group.params.size(), " parameters");
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const Tensor& p = group.params[i];
+      ACC_CHECK(p.defined() && p.dtype() == DType::f32, name_, ": group ", g, " parameter ", i,
+                " is ", p.defined() ? p.describe() : std::string("undefined"),
+                "; optimizers step f32 master parameters only");
+      if (!group.bf16_copies.empty()) {
+        const Tensor& c = group.bf16_copies[i];
+        ACC_CHECK(c.defined() && c.dtype() == DType::bf16 && c.shape() == p.shape(), name_,
+                  ": bf16 copy ", i, " of group ", g, " is ",
+                  c.defined() ? c.describe() : std::string("undefined"), " but the parameter is ",
+                  p.describe());
+      }
+    }
+  }
+}
+
+void Optimizer::step() {
+  autograd::NoGradGuard no_grad;
+  ++steps_;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    ParamGroup& group = groups_[g];
+    const double lr = this->lr(g);
+    const double wd = group.weight_decay.value_or(default_weight_decay_);
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const Tensor& p = group.params[i];
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      ACC_CHECK(grad.dtype() == DType::f32 && grad.shape() == p.shape(), name_, ": gradient ",
+                grad.describe(), " of parameter ", p.describe(), " must be f32 of the same shape");
+      bfloat16* copy = group.bf16_copies.empty() ? nullptr : group.bf16_copies[i].data<bfloat16>();
+      update(g, i, p, grad, lr, wd, copy);
+    }
+  }
+}
+
+double Optimizer::lr(size_t group) const {
+  ACC_CHECK(group < groups_.size(), name_, ": no parameter group ", group, " (it has ",
+            groups_.size(), ")");
+  return groups_[group].lr.value_or(default_lr_);
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (auto& group : groups_)
+    for (auto& p : group.params) {
+      if (!p.grad().defined()) continue;
+      if (set_to_none)
+        Tensor(p).set_grad(Tensor());
+      else
+        p.grad().zero_();
+    }
+}
+
+Tensor Optimizer::new_state(const Tensor& param) {
+  memory::CategoryScope scope(memory::Category::optimizer_state);
+  return Tensor::zeros(param.shape());
+}
+
+}  // namespace acc::optim

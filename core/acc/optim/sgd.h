@@ -1,0 +1,29 @@
+#pragma once
+// SGD with PyTorch semantics (momentum, dampening, Nesterov, L2 weight decay) through
+// kernels::sgd_step.
+#include "acc/optim/optimizer.h"
+
+namespace acc::optim {
+
+struct SGDOptions {
+  double lr = 1e-2;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
+  SGD(std::vector<Tensor> params, SGDOptions options = {});
+
+ private:
+  void update(size_t group, size_t index, const Tensor& param, const Tensor& grad, double lr,
+              double weight_decay, bfloat16* bf16_copy) override;
+
+  SGDOptions options_;
+  std::vector<std::vector<Tensor>> momentum_;  // [group][param], created on first update
+};
+
+}  // namespace acc::optim
