@@ -1,0 +1,61 @@
+#pragma once
+// The model-level API of the design's user view: a Model is an nn::Module whose forward takes a
+// whole data::Batch and returns logits and the loss, so a training loop (and a sharding
+// strategy wrapping the model) never needs to know which fields a model reads. Inside, models
+// call their blocks through Module::operator(), where strategies hook them.
+#include <cstdint>
+#include <string>
+
+#include "acc/data/dataset.h"
+#include "acc/nn/module.h"
+
+namespace acc::models {
+
+struct ModelOutput {
+  Tensor logits;
+  Tensor loss;  // scalar mean cross-entropy against batch["labels"]; undefined without labels
+};
+
+class Model : public nn::Module {
+ public:
+  using nn::Module::Module;
+  using nn::Module::forward;
+  virtual ModelOutput forward(const data::Batch& batch) = 0;
+
+  // Runs every linear layer (and a tied head) on bf16 copies of its f32 weights.
+  virtual void set_bf16_compute(bool on);
+  bool bf16_compute() const { return bf16_; }
+
+  // Model FLOPs of one training step (forward + backward) per token: what MFU is measured with.
+  virtual double train_flops_per_token(int64_t seq_len) const = 0;
+
+  // How a Hugging Face safetensors file differs from acc's parameters (none by default).
+  // A file name as acc names it (e.g. GPT-2 files without the "transformer." prefix).
+  virtual std::string name_from_file(const std::string& file_name) const { return file_name; }
+  // Parameters the file stores as [in, out] (GPT-2's Conv1D) instead of acc's [out, in].
+  virtual bool stored_transposed(const std::string& /*name*/) const { return false; }
+  // File entries that are not parameters (buffers, a tied head) and are skipped on load.
+  virtual bool ignored_in_file(const std::string& /*name*/) const { return false; }
+
+  int64_t num_parameters() const;
+
+ protected:
+  bool bf16_ = false;
+};
+
+// A causal language model over token ids: batch["input_ids"] i32 [B, T] -> logits [B, T, V];
+// the loss is against batch["labels"] i32 [B, T] (the inputs shifted by one).
+class CausalLM : public Model {
+ public:
+  using Model::Model;
+  ModelOutput forward(const data::Batch& batch) override;
+  virtual Tensor logits(const Tensor& input_ids) = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_seq_len() const = 0;
+
+ protected:
+  // Throws naming the model unless ids is an integer [B, T] with 1 <= T <= max_seq_len().
+  void check_input_ids(const Tensor& ids) const;
+};
+
+}  // namespace acc::models
