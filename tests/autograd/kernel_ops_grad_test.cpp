@@ -138,3 +138,29 @@ TEST(ConvOps, MaxPoolPicksWindowMaximaAndRoutesGradient) {
 
 }  // namespace
 }  // namespace acc
+
+namespace acc {
+namespace {
+
+TEST(MixedPrecision, Bf16InputsAreConvertedAndGetBf16Gradients) {
+  // The bf16 leaf holds exactly representable values, so its f32 twin computes the same
+  // forward; the bf16 gradient must be the f32 gradient rounded to bf16.
+  auto f32_leaves = test::random_leaves({{3, 8}, {8}}, 30);
+  Tensor x16 = f32_leaves[0].detach().to(DType::bf16);
+  x16.set_requires_grad(true);
+  Tensor x32 = x16.detach().to(DType::f32);
+  x32.set_requires_grad(true);
+  Tensor gamma = f32_leaves[1];
+  Tensor y16 = ops::gelu(ops::layer_norm(x16, gamma, Tensor()));
+  Tensor y32 = ops::gelu(ops::layer_norm(x32, gamma, Tensor()));
+  EXPECT_EQ(y16.dtype(), DType::f32);
+  EXPECT_EQ(y16.to_vector(), y32.to_vector());
+  const Tensor seed = Tensor::from_vector(test::random_vector(24, 31), {3, 8});
+  y16.backward(seed);
+  y32.backward(seed);
+  ASSERT_EQ(x16.grad().dtype(), DType::bf16);
+  EXPECT_EQ(x16.grad().to_vector(), x32.grad().to(DType::bf16).to_vector());
+}
+
+}  // namespace
+}  // namespace acc

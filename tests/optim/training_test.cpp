@@ -37,6 +37,8 @@ TEST(Training, TinyMlpWithAdamWReducesLossTenfold) {
     if (step == 0) first = loss.item();
     last = loss.item();
   }
+  RecordProperty("first_loss", std::to_string(first));
+  RecordProperty("last_loss", std::to_string(last));
   EXPECT_LT(last, first / 10) << "first " << first << " last " << last;
 }
 
