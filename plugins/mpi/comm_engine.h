@@ -24,13 +24,16 @@
 
 #include "acc/dist/work.h"
 #include "schedule.h"
+#include "scratch_pool.h"
 
 namespace acc::mpi {
 
 struct Task {
   bool collective = true;  // false: point to point (its own lane, no ordering)
   MPI_Comm comm = MPI_COMM_NULL;
-  int tag = 0;                   // point to point: the user's tag; collectives use round index
+  // Point to point: the user's tag. Collectives use tag 0 on their own communicator: both
+  // ends post each link's messages in the same order, and MPI matches them in that order.
+  int tag = 0;
   std::vector<int> world_ranks;  // group rank -> world rank, for messages
   std::shared_ptr<dist::Work> work;
   Schedule schedule;
@@ -51,8 +54,8 @@ class CommEngine {
   MPI_Comm world_p2p_comm() const { return p2p_comm_; }
 
   void submit(Task task);
-  // Runs fn on the comm thread and waits for it (setup calls such as MPI_Comm_split).
-  void run(std::function<void()> fn);
+  // Temporary buffers shared by all groups' collectives.
+  ScratchPool& scratch() { return scratch_; }
   // Ends the whole job; called from any thread (the comm thread makes the MPI_Abort call).
   [[noreturn]] void abort(int exit_code);
 
@@ -65,6 +68,7 @@ class CommEngine {
   void fail(Active& a, const std::string& reason);
 
   std::chrono::duration<double> timeout_;
+  ScratchPool scratch_;
   int world_rank_ = 0, world_size_ = 1;
   MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
   bool we_initialized_mpi_ = false;
@@ -72,7 +76,6 @@ class CommEngine {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
-  std::deque<std::function<void()>> calls_;
   bool stopping_ = false;
   std::atomic<int> abort_code_{-1};
   std::string broken_;  // comm thread only: the first failure, once there was one

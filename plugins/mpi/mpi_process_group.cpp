@@ -44,12 +44,12 @@ void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::
                                         dist::Buffer output, std::vector<int64_t> counts,
                                         dist::ReduceOp op) {
   submit_collective(std::move(work),
-                    reduce_scatter_schedule(rank_, size(), input, output, counts, op));
+                    reduce_scatter_schedule(rank_, size(), input, output, counts, op, engine_->scratch()));
 }
 
 void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
                                     dist::ReduceOp op) {
-  submit_collective(std::move(work), all_reduce_schedule(rank_, size(), tensor, op));
+  submit_collective(std::move(work), all_reduce_schedule(rank_, size(), tensor, op, engine_->scratch()));
 }
 
 void MpiProcessGroup::do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor,

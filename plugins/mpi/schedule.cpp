@@ -1,9 +1,9 @@
 #include "schedule.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "acc/dist/reduce_kernels.h"
-#include "acc/memory/allocator.h"
 
 namespace acc::mpi {
 namespace {
@@ -18,13 +18,9 @@ std::vector<size_t> byte_offsets(const std::vector<int64_t>& counts, DType dtype
 
 char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
 
-// A scratch buffer counted as communication memory.
-std::shared_ptr<void> scratch_bytes(size_t nbytes) {
-  void* p = memory::allocate(nbytes, memory::Category::communication);
-  return std::shared_ptr<void>(p, [nbytes](void* q) {
-    memory::deallocate(q, nbytes, memory::Category::communication);
-  });
-}
+// reduce_scatter's segment: the received segment and its slice of the accumulator stay in
+// L2 (512 KB per core here) between arrival and summation.
+constexpr size_t kSegmentBytes = size_t{128} << 10;
 
 int mod(int a, int p) { return ((a % p) + p) % p; }
 
@@ -76,47 +72,73 @@ Schedule all_gather_schedule(int rank, int size, dist::Buffer input, dist::Buffe
 }
 
 Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
-                                 const std::vector<int64_t>& counts, dist::ReduceOp op) {
+                                 const std::vector<int64_t>& counts, dist::ReduceOp op,
+                                 ScratchPool& scratch) {
   const DType dtype = input.dtype;
+  const size_t elem = dtype_size(dtype);
   const auto offsets = byte_offsets(counts, dtype);
   const int64_t n = counts[rank];
-  const size_t chunk_bytes = offsets[rank + 1] - offsets[rank];
   Schedule s;
-  auto acc = scratch_bytes(static_cast<size_t>(n) * dtype_size(dist::kernels::accumulator_dtype(dtype)));
-  auto recv = scratch_bytes(chunk_bytes);
-  s.scratch = {acc, recv};
+  // The accumulator is the output itself unless the sum needs a wider type (bf16 -> f32).
+  void* acc = output.data;
+  if (dist::kernels::accumulator_dtype(dtype) != dtype) {
+    auto wide = scratch.acquire(static_cast<size_t>(n) * sizeof(float));
+    acc = wide.get();
+    s.scratch.push_back(std::move(wide));
+  }
+  const int64_t segment = std::max<int64_t>(1, static_cast<int64_t>(kSegmentBytes / elem));
+  auto recv = scratch.acquire(static_cast<size_t>(std::min(n, segment)) * elem);
+  s.scratch.push_back(recv);
   const void* own = at(input.data, offsets[rank]);
-  s.before = [acc = acc.get(), own, dtype, n] {
-    dist::kernels::load_accumulator(acc, own, dtype, n);
-  };
+  if (acc != own)
+    s.before = [acc, own, dtype, n] { dist::kernels::load_accumulator(acc, own, dtype, n); };
+  const size_t acc_elem = dtype_size(dist::kernels::accumulator_dtype(dtype));
   for (int step = 1; step < size; ++step) {
     const int to = mod(rank + step, size), from = mod(rank - step, size);
-    s.rounds.push_back(Round{
-        {Message{to, true, at(input.data, offsets[to]), offsets[to + 1] - offsets[to]},
-         Message{from, false, recv.get(), chunk_bytes}},
-        [acc = acc.get(), recv = recv.get(), dtype, n] {
-          dist::kernels::add_to_accumulator(acc, recv, dtype, n);
-        }});
+    // Both ends of a link cut its chunk alike (segment k starts at element k * segment, at
+    // least one message even when empty), so each end posts the same messages in the same
+    // order and MPI's non-overtaking rule pairs them.
+    const int64_t send_n = counts[to];
+    const int64_t send_segments = std::max<int64_t>(1, (send_n + segment - 1) / segment);
+    const int64_t recv_segments = std::max<int64_t>(1, (n + segment - 1) / segment);
+    for (int64_t k = 0; k < std::max(send_segments, recv_segments); ++k) {
+      Round round;
+      if (k < send_segments) {
+        const int64_t begin = std::min(send_n, k * segment);
+        const int64_t len = std::min(send_n, begin + segment) - begin;
+        round.messages.push_back(Message{to, true, at(input.data, offsets[to] + begin * elem),
+                                         static_cast<size_t>(len) * elem});
+      }
+      if (k < recv_segments) {
+        const int64_t begin = std::min(n, k * segment);
+        const int64_t len = std::min(n, begin + segment) - begin;
+        round.messages.push_back(Message{from, false, recv.get(), static_cast<size_t>(len) * elem});
+        round.after = [acc = at(acc, begin * acc_elem), recv = recv.get(), dtype, len] {
+          dist::kernels::add_to_accumulator(acc, recv, dtype, len);
+        };
+      }
+      s.rounds.push_back(std::move(round));
+    }
   }
   const float scale = op == dist::ReduceOp::avg ? 1.f / static_cast<float>(size) : 1.f;
   Schedule finish;
-  finish.before = [acc = acc.get(), out = output.data, dtype, n, scale] {
+  finish.before = [acc, out = output.data, dtype, n, scale] {
     dist::kernels::store_accumulator(acc, out, dtype, n, scale);
   };
   s.append(std::move(finish));
   return s;
 }
 
-Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op) {
+Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op,
+                             ScratchPool& scratch) {
   const auto counts = even_counts(tensor.numel, size);
   const auto offsets = byte_offsets(counts, tensor.dtype);
   // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
   dist::Buffer own{at(tensor.data, offsets[rank]), counts[rank], tensor.dtype};
-  Schedule s = reduce_scatter_schedule(rank, size, tensor, own, counts, op);
+  Schedule s = reduce_scatter_schedule(rank, size, tensor, own, counts, op, scratch);
   s.append(all_gather_schedule(rank, size, own, tensor, counts));
   return s;
 }
-
 Schedule broadcast_schedule(int rank, int size, dist::Buffer tensor, int root) {
   Schedule s;
   Round round;

@@ -5,10 +5,11 @@
 // and name the peers that have not answered.
 //
 // Algorithms (chosen by measurement on a 2-core node, see docs/launch.md):
-//  - all_gather, reduce_scatter: pairwise exchange. In round s rank r sends to r+s and
+//  - all_gather, reduce_scatter: pairwise exchange. In step s rank r sends to r+s and
 //    receives from r-s, so every byte crosses once and reduce_scatter receives original
-//    values, summed once per round by our vectorised kernel into an f32 accumulator (bf16 is
-//    rounded once at the end, not once per hop as a ring would).
+//    values, summed by our vectorised kernel into an f32 accumulator (bf16 is rounded once at
+//    the end, not once per hop as a ring would). reduce_scatter moves each step in segments
+//    that fit in L2, so the received segment is summed while still in cache.
 //  - all_reduce: reduce_scatter then all_gather on near-equal chunks, in place.
 //  - broadcast: the root sends to every rank in one round (groups here are small).
 //  - barrier: dissemination, ceil(log2 p) rounds of empty messages.
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "acc/dist/process_group.h"
+#include "scratch_pool.h"
 
 namespace acc::mpi {
 
@@ -44,8 +46,10 @@ struct Schedule {
 Schedule all_gather_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
                              const std::vector<int64_t>& counts);
 Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
-                                 const std::vector<int64_t>& counts, dist::ReduceOp op);
-Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op);
+                                 const std::vector<int64_t>& counts, dist::ReduceOp op,
+                                 ScratchPool& scratch);
+Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op,
+                             ScratchPool& scratch);
 Schedule broadcast_schedule(int rank, int size, dist::Buffer tensor, int root);
 Schedule barrier_schedule(int rank, int size);
 
