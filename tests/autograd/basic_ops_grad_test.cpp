@@ -93,6 +93,26 @@ TEST(ShapeOps, PermuteMatchesIndexFormula) {
   EXPECT_EQ(ops::transpose(m).shape(), (Shape{3, 2}));
 }
 
+TEST(ShapeOps, TiledTransposeOfOddShapesMatchesIndexFormula) {
+  // 37 x 70 spans partial 32-wide tiles in both directions; bf16 exercises the 2-byte path.
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const int64_t B = 3, R = 37, C = 70;
+    Tensor x = Tensor::from_vector(test::random_vector(B * R * C, 9), {B, R, C}, dtype);
+    const auto vx = x.to_vector(), vy = ops::transpose(x).to_vector();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c)
+          ASSERT_EQ(vy[static_cast<size_t>((b * C + c) * R + r)], vx[static_cast<size_t>((b * R + r) * C + c)]);
+    // A permutation that moves the last dimension without being a last-two swap.
+    Tensor p = ops::permute(x, {2, 0, 1});
+    const auto vp = p.to_vector();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c)
+          ASSERT_EQ(vp[static_cast<size_t>((c * B + b) * R + r)], vx[static_cast<size_t>((b * R + r) * C + c)]);
+  }
+}
+
 TEST(ShapeOps, NarrowSplitConcatRoundTrip) {
   Tensor x = Tensor::from_vector(test::random_vector(3 * 7 * 5, 4), {3, 7, 5});
   auto parts = ops::split(x, {2, 4, 1}, 1);

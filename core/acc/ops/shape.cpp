@@ -1,5 +1,7 @@
 #include "acc/ops/shape.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 
@@ -39,6 +41,57 @@ void copy_slab(const char* src, int64_t src_size, int64_t src_start, char* dst, 
                          });
 }
 
+// Copies element-sized values; T is an unsigned integer of the element's width.
+template <class T>
+void gather_row(const char* src, int64_t offset, int64_t step, char* dst, int64_t count) {
+  const T* s = reinterpret_cast<const T*>(src) + offset;
+  T* d = reinterpret_cast<T*>(dst);
+  for (int64_t j = 0; j < count; ++j) d[j] = s[j * step];
+}
+
+void gather_row(size_t bytes, const char* src, int64_t offset, int64_t step, char* dst, int64_t count) {
+  switch (bytes) {
+    case 2: return gather_row<uint16_t>(src, offset, step, dst, count);
+    case 4: return gather_row<uint32_t>(src, offset, step, dst, count);
+    default: return gather_row<uint64_t>(src, offset, step, dst, count);
+  }
+}
+
+// out[b, c, r] = in[b, r, c] in cache-sized tiles (a strided row gather would touch a new
+// cache line per element).
+template <class T>
+void transpose_tiles(const T* in, T* out, int64_t batch, int64_t R, int64_t C) {
+  constexpr int64_t kTile = 32;
+  const int64_t tiles_r = (R + kTile - 1) / kTile, tiles_c = (C + kTile - 1) / kTile;
+  detail::parallel_range(batch * tiles_r * tiles_c, 4, [&](int64_t s, int64_t e) {
+    for (int64_t t = s; t < e; ++t) {
+      const int64_t b = t / (tiles_r * tiles_c), tr = (t / tiles_c) % tiles_r, tc = t % tiles_c;
+      const T* src = in + b * R * C;
+      T* dst = out + b * R * C;
+      const int64_t r_end = std::min(R, (tr + 1) * kTile), c_end = std::min(C, (tc + 1) * kTile);
+      for (int64_t r = tr * kTile; r < r_end; ++r)
+        for (int64_t c = tc * kTile; c < c_end; ++c) dst[c * R + r] = src[r * C + c];
+    }
+  });
+}
+
+void transpose_last_two(const Tensor& x, Tensor& out) {
+  const int64_t R = x.size(-2), C = x.size(-1), batch = R * C != 0 ? x.numel() / (R * C) : 0;
+  switch (dtype_size(x.dtype())) {
+    case 2: return transpose_tiles(static_cast<const uint16_t*>(x.raw_data()), static_cast<uint16_t*>(out.raw_data()), batch, R, C);
+    case 4: return transpose_tiles(static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(out.raw_data()), batch, R, C);
+    default: return transpose_tiles(static_cast<const uint64_t*>(x.raw_data()), static_cast<uint64_t*>(out.raw_data()), batch, R, C);
+  }
+}
+
+bool swaps_only_last_two(const std::vector<int64_t>& dims) {
+  const size_t rank = dims.size();
+  if (rank < 2) return false;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (dims[i] != static_cast<int64_t>(i)) return false;
+  return dims[rank - 2] == static_cast<int64_t>(rank) - 1 && dims[rank - 1] == static_cast<int64_t>(rank) - 2;
+}
+
 Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& dims) {
   const Shape& in = x.shape();
   const size_t rank = in.size();
@@ -50,12 +103,16 @@ Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& dims) {
     src_stride[i] = in_strides[static_cast<size_t>(dims[i])];
   }
   Tensor out = new_output(out_shape, x.dtype());
+  if (swaps_only_last_two(dims)) {
+    transpose_last_two(x, out);
+    return out;
+  }
   const size_t bytes = dtype_size(x.dtype());
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   const int64_t last = rank ? out_shape[rank - 1] : 1;
   const int64_t rows = last ? out.numel() / last : 0;
-  const bool contiguous_last = rank == 0 || dims[rank - 1] == static_cast<int64_t>(rank) - 1;
+  const int64_t last_step = rank ? src_stride[rank - 1] : 1;
   detail::parallel_range(rows, std::max<int64_t>(1, detail::kGrain / std::max<int64_t>(1, last)),
                          [&](int64_t s, int64_t e) {
     for (int64_t r = s; r < e; ++r) {
@@ -66,14 +123,10 @@ Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& dims) {
         rem /= out_shape[i - 1];
       }
       char* d = dst + static_cast<size_t>(r * last) * bytes;
-      if (contiguous_last) {
+      if (last_step == 1)
         std::memcpy(d, src + static_cast<size_t>(offset) * bytes, static_cast<size_t>(last) * bytes);
-      } else {
-        const int64_t step = src_stride[rank - 1];
-        for (int64_t j = 0; j < last; ++j)
-          std::memcpy(d + static_cast<size_t>(j) * bytes,
-                      src + static_cast<size_t>(offset + j * step) * bytes, bytes);
-      }
+      else
+        gather_row(bytes, src, offset, last_step, d, last);
     }
   });
   return out;
