@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <thread>
+#include <type_traits>
 
 #include "acc/data/data_dir.h"
 #include "acc/data/gpt2_pretokenize.h"
@@ -130,4 +132,18 @@ TEST_F(Gpt2TokenizerTest, PreparedBrownTokensDecodeToTheCorpusText) {
   const std::vector<int32_t> head(tokens.begin() + 1, tokens.begin() + 9);
   EXPECT_EQ(tokenizer_->decode(head), "The Fulton County Grand Jury said Friday an");
   for (int32_t t : tokens) ASSERT_LT(t, 50257);
+}
+
+// The BPE cache is shared between threads: concurrent encodes must agree with a serial one.
+TEST_F(Gpt2TokenizerTest, ConcurrentEncodingAgrees) {
+  static_assert(std::is_move_constructible_v<Gpt2Tokenizer>);
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += " word" + std::to_string(i * 7919 % 10007) + (i % 3 ? "s" : "ing");
+  std::vector<int32_t> a, b;
+  std::thread t1([&] { a = tokenizer_->encode(text); });
+  std::thread t2([&] { b = tokenizer_->encode(text); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(tokenizer_->decode(a), text);
 }

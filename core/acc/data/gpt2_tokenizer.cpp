@@ -97,8 +97,8 @@ std::vector<int32_t> Gpt2Tokenizer::bpe(std::string_view piece) const {
   std::string mapped;
   for (unsigned char b : piece) mapped += byte_to_char_[b];
   {
-    std::lock_guard lock(cache_mutex_);
-    if (auto it = cache_.find(mapped); it != cache_.end()) return it->second;
+    std::lock_guard lock(cache_->mutex);
+    if (auto it = cache_->pieces.find(mapped); it != cache_->pieces.end()) return it->second;
   }
 
   std::vector<std::string> word = split_chars(mapped);
@@ -138,9 +138,9 @@ std::vector<int32_t> Gpt2Tokenizer::bpe(std::string_view piece) const {
               "\" which is not in encoder.json (vocab.bpe and encoder.json do not match)");
     ids.push_back(it->second);
   }
-  std::lock_guard lock(cache_mutex_);
-  if (cache_.size() >= kMaxCachedPieces) cache_.clear();
-  cache_.emplace(std::move(mapped), ids);
+  std::lock_guard lock(cache_->mutex);
+  if (cache_->pieces.size() >= kMaxCachedPieces) cache_->pieces.clear();
+  cache_->pieces.emplace(std::move(mapped), ids);
   return ids;
 }
 

