@@ -191,3 +191,27 @@ TEST(Init, SameSeedAndNameGiveSameValuesWhereverTheModuleLives) {
 
 }  // namespace
 }  // namespace acc
+
+namespace acc {
+namespace {
+
+TEST(Module, TiedWeightsAreListedOnceAndStayTiedWhenReplaced) {
+  // GPT-2 style: the output head reuses the token embedding table.
+  nn::Sequential m;
+  auto wte = std::make_shared<nn::Embedding>(6, 4);
+  auto head = std::make_shared<nn::Linear>(4, 6, false);
+  m.append(wte);
+  m.append(head);
+  head->set_parameter("weight", wte->param("weight"));
+  EXPECT_TRUE(head->param("weight").is_same(wte->param("weight")));
+  const auto named = m.named_parameters();
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].first, "0.weight");
+  Tensor flat = Tensor::zeros({24});
+  m.set_parameter("0.weight", flat.view({6, 4}));
+  EXPECT_TRUE(head->param("weight").shares_storage(flat));
+  EXPECT_TRUE(head->param("weight").is_same(wte->param("weight")));
+}
+
+}  // namespace
+}  // namespace acc

@@ -1,5 +1,6 @@
 #include "acc/nn/module.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace acc::nn {
@@ -68,14 +69,21 @@ const Tensor& Module::param(std::string_view name) const {
 }
 
 void Module::collect_parameters(const std::string& prefix,
-                                std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
-  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", out);
+                                std::vector<std::pair<std::string, Tensor>>& out,
+                                std::vector<const TensorImpl*>& seen) const {
+  for (const auto& [name, t] : params_) {
+    if (std::find(seen.begin(), seen.end(), t.impl().get()) != seen.end()) continue;
+    seen.push_back(t.impl().get());
+    out.emplace_back(prefix + name, t);
+  }
+  for (const auto& [name, child] : children_)
+    child->collect_parameters(prefix + name + ".", out, seen);
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  collect_parameters("", out);
+  std::vector<const TensorImpl*> seen;
+  collect_parameters("", out, seen);
   return out;
 }
 
@@ -117,15 +125,13 @@ Tensor Module::parameter(const std::string& qualified_name) const {
 void Module::set_parameter(const std::string& qualified_name, Tensor t) {
   std::string local;
   Module* owner = find_owner(qualified_name, &local);
-  for (auto& [name, existing] : owner->params_) {
-    if (name != local) continue;
-    ACC_CHECK(t.defined() && t.shape() == existing.shape(), "set_parameter: '", qualified_name,
-              "' is ", existing.describe(), " but the replacement is ", t.describe());
-    if (existing.requires_grad() && !t.requires_grad() && !t.grad_fn()) t.set_requires_grad(true);
-    existing = std::move(t);
-    return;
-  }
-  owner->param(local);  // throws, naming the owner's parameters
+  const Tensor old = owner->param(local);  // throws, naming the owner's parameters
+  ACC_CHECK(t.defined() && t.shape() == old.shape(), "set_parameter: '", qualified_name, "' is ",
+            old.describe(), " but the replacement is ", t.defined() ? t.describe() : "undefined");
+  if (old.requires_grad() && !t.requires_grad() && !t.grad_fn()) t.set_requires_grad(true);
+  for (auto& [_, m] : named_modules())
+    for (auto& [name, slot] : m->params_)
+      if (slot.is_same(old)) slot = t;
 }
 
 void Module::train(bool on) {

@@ -54,14 +54,16 @@ class Module {
   const Tensor& param(std::string_view name) const;
   bool has_param(std::string_view name) const;
 
-  // Fully qualified dotted names in registration order, own parameters before children's.
+  // Fully qualified dotted names in registration order, own parameters before children's. A
+  // tensor registered in several places (tied weights) is listed once, under its first name.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;
   // Every module with its qualified name; this module first, as "".
   std::vector<std::pair<std::string, Module*>> named_modules();
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
   // Replaces a parameter by qualified name ("h.3.attn.c_attn.weight") with a tensor of the same
-  // shape (e.g. a view into a flat buffer); requires_grad carries over to a new leaf.
+  // shape (e.g. a view into a flat buffer); requires_grad carries over to a new leaf. Every slot
+  // holding the same tensor (tied weights) is replaced, so ties survive.
   void set_parameter(const std::string& qualified_name, Tensor t);
   Tensor parameter(const std::string& qualified_name) const;
 
@@ -81,7 +83,8 @@ class Module {
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   Module* find_owner(const std::string& qualified_name, std::string* local_name) const;
-  void collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out,
+                          std::vector<const TensorImpl*>& seen) const;
 
   std::string type_name_;
   bool training_ = true;
