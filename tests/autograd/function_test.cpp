@@ -105,6 +105,8 @@ TEST(Checkpoint, GradientsEqualPlainRunAndPeakActivationsDrop) {
     EXPECT_EQ(plain[i].grad().to_vector(), ckpt[i].grad().to_vector()) << "leaf " << i;
   // Plain keeps 3 blocks x 2 hidden [256,512] buffers (1 MB each); checkpointing keeps one
   // block's worth during its recomputation.
+  RecordProperty("peak_activation_bytes_plain", std::to_string(peak_plain));
+  RecordProperty("peak_activation_bytes_checkpointed", std::to_string(peak_ckpt));
   EXPECT_LT(peak_ckpt, peak_plain * 2 / 3) << peak_ckpt << " vs " << peak_plain;
 }
 
