@@ -1,6 +1,8 @@
 // The backward engine: accumulation, hooks, callbacks, grad mode, release of saved tensors.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "acc/autograd/engine.h"
 #include "acc/autograd/function.h"
 #include "acc/autograd/grad_mode.h"
@@ -171,6 +173,36 @@ TEST(Engine, RequiresGradOnlyOnFloatingLeaves) {
   Tensor d = y.detach();
   EXPECT_FALSE(d.requires_grad());
   EXPECT_TRUE(d.shares_storage(y));
+}
+
+}  // namespace
+}  // namespace acc
+
+namespace acc {
+namespace {
+
+TEST(Engine, LeafUsedTwiceIsAccumulatedOnceWithTheSum) {
+  // A strategy reduce-scatters in the post-accumulate hook: it must fire once per backward,
+  // with the complete gradient, even when the leaf feeds several ops (tied weights).
+  Tensor w = Tensor::from_vector({1, 2}, {2});
+  w.set_requires_grad(true);
+  int calls = 0;
+  std::vector<float> seen;
+  autograd::register_post_accumulate_hook(w, [&](Tensor& t) {
+    ++calls;
+    seen = t.grad().to_vector();
+  });
+  ops::sum(ops::add(ops::scale(w, 2.0), ops::scale(w, 5.0))).backward();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, (std::vector<float>{7, 7}));
+}
+
+TEST(Engine, GradModeIsPerThread) {
+  autograd::NoGradGuard no_grad;
+  bool other_thread_enabled = false;
+  std::thread([&] { other_thread_enabled = autograd::GradMode::is_enabled(); }).join();
+  EXPECT_TRUE(other_thread_enabled);
+  EXPECT_FALSE(autograd::GradMode::is_enabled());
 }
 
 }  // namespace
