@@ -78,7 +78,12 @@ TEST(LossOps, CrossEntropyValueIgnoreAndGradient) {
   Tensor logits = Tensor::zeros({3, 4});
   Tensor targets = Tensor::from_vector_i32({1, -100, 3}, {3});
   EXPECT_NEAR(ops::cross_entropy(logits, targets).item(), std::log(4.0), 1e-6);
-  EXPECT_EQ(ops::cross_entropy(logits, Tensor::from_vector_i32({-100, -100, -100}, {3})).item(), 0.f);
+  Tensor all_ignored = Tensor::from_vector_i32({-100, -100, -100}, {3});
+  EXPECT_EQ(ops::cross_entropy(logits, all_ignored).item(), 0.f);
+  Tensor leaf = Tensor::zeros({3, 4});
+  leaf.set_requires_grad(true);
+  ops::cross_entropy(leaf, all_ignored).backward();  // runs, sends nothing
+  EXPECT_FALSE(leaf.grad().defined());
   EXPECT_TRUE(gradcheck([&](const V& v) { return ops::cross_entropy(v[0], targets); },
                         random_leaves({{3, 4}}, 10)));
   Tensor t2 = Tensor::from_vector_i32({0, 5, 2, 4, 1}, {5});

@@ -24,9 +24,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t 
   for (float l : losses.to_vector()) total += l;
   Tensor out = detail::new_output({});
   *out.data<float>() = counted ? static_cast<float>(total / static_cast<double>(counted)) : 0.f;
-  if (counted == 0) return out;
   autograd::record("cross_entropy", out, {logits_in},
                    [=](const Tensor& g) {
+                     if (counted == 0) return std::vector<Tensor>{Tensor()};  // nothing counted
                      Tensor dloss = detail::new_output({N});
                      dloss.fill_(static_cast<double>(g.item()) / static_cast<double>(counted));
                      Tensor dlogits = detail::new_output({N, V});
