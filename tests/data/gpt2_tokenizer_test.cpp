@@ -55,6 +55,11 @@ TEST(Gpt2Pretokenize, CharacterClasses) {
   EXPECT_EQ(classify(U'\u3000'), CharClass::space);
   EXPECT_EQ(classify(U'-'), CharClass::other);
   EXPECT_EQ(classify(U'\U0001F389'), CharClass::other);  // emoji
+  EXPECT_EQ(classify(U'\u1200'), CharClass::letter);     // Ethiopic: rare scripts too
+  EXPECT_EQ(classify(U'\u0E44'), CharClass::letter);     // Thai vowel letter (Lo)
+  EXPECT_EQ(classify(U'\u0E31'), CharClass::other);      // Thai vowel sign (Mn), not a letter
+  EXPECT_EQ(classify(U'\u216B'), CharClass::number);     // Roman numeral twelve (Nl)
+  EXPECT_EQ(classify(U'\u0663'), CharClass::number);     // Arabic-Indic three
 }
 
 TEST(Gpt2Pretokenize, InvalidUtf8StaysInThePieces) {

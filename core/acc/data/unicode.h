@@ -3,10 +3,8 @@
 // not valid UTF-8 becomes its own "other" character, so any input round-trips) and the
 // character classes of GPT-2's pre-tokenisation regex, \p{L}, \p{N} and \s.
 //
-// The classes are exact for ASCII and Latin-1 and cover the letter and digit blocks of the
-// common scripts (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic, Devanagari, Thai, Georgian,
-// Hangul, kana, CJK ideographs, full-width forms). Rare letters outside those blocks are
-// classed as "other", which only changes how such text is split into words before BPE.
+// Letters and numbers are the Unicode general categories L and N over all code points (tables
+// generated into unicode_ranges.inc); spaces are the White_Space property.
 #include <cstddef>
 #include <cstdint>
 #include <string>
