@@ -31,7 +31,9 @@ inline __m256i tail_mask(int64_t k) {
 // exp(x) on 8 lanes: 0 below ln(FLT_MIN) (no denormal results), +inf above ln(FLT_MAX), NaN kept.
 inline __m256 exp256(__m256 x) {
   const __m256 lo = _mm256_set1_ps(-87.3365447504f), hi = _mm256_set1_ps(88.7228391117f);
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  // Operand order matters: max/min return their second operand when one is NaN, so NaN flows
+  // through the clamp and poisons the result without a separate NaN blend.
+  const __m256 xc = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504089f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // r = x - n*ln2 with ln2 split in two so the reduction is exact in f32.
@@ -51,8 +53,7 @@ inline __m256 exp256(__m256 x) {
   const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
   __m256 out = _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
   out = _mm256_blendv_ps(out, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-  out = _mm256_blendv_ps(out, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
-  return _mm256_blendv_ps(out, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return _mm256_blendv_ps(out, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
 }
 
 // 1 / (1 + exp(-x)); saturates cleanly to 0 and 1.
