@@ -6,9 +6,7 @@
 namespace acc::models {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias, float init_std)
-    : nn::Linear(in_features, out_features, bias), init_std_(init_std), bias_(bias) {
-  reset_parameters(0, "");
-}
+    : nn::Linear(in_features, out_features, bias), init_std_(init_std), bias_(bias) {}
 
 void Linear::reset_parameters(uint64_t seed, const std::string& prefix) {
   nn::fill_normal(param("weight"), seed, prefix + "weight", 0.f, init_std_);
@@ -22,9 +20,7 @@ Tensor Linear::forward(const Tensor& x) {
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, float init_std)
-    : nn::Embedding(num_embeddings, dim), init_std_(init_std) {
-  reset_parameters(0, "");
-}
+    : nn::Embedding(num_embeddings, dim), init_std_(init_std) {}
 
 void Embedding::reset_parameters(uint64_t seed, const std::string& prefix) {
   nn::fill_normal(param("weight"), seed, prefix + "weight", 0.f, init_std_);

@@ -2,6 +2,8 @@
 // The layers the models are built from: nn::Linear / nn::Embedding with the transformer init
 // (normal, std given per layer, as GPT-2 and Llama do) and, for Linear, an optional bf16 compute
 // path. Type names stay "Linear" / "Embedding", so wrap policies see ordinary layers.
+// Construction keeps the base classes' values; this init applies from nn::init_parameters,
+// which every model's constructor calls once (filling 124M values twice would cost seconds).
 #include <cstdint>
 
 #include "acc/nn/layers.h"
