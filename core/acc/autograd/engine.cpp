@@ -4,6 +4,7 @@
 
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/autograd/nan_check.h"
 
 namespace acc::autograd {
 
@@ -53,6 +54,8 @@ void check_input_grads(const Node& node, const std::vector<Tensor>& grads) {
     ACC_CHECK(grads[i].shape() == node.input_shapes()[i], "backward of ", node.name(),
               ": gradient for input ", i, " is ", grads[i].describe(), " but the input has shape ",
               shape_str(node.input_shapes()[i]));
+    if (nan_checks_enabled())
+      check_finite(grads[i], node.name() + " (backward)", "gradient for input " + std::to_string(i));
   }
 }
 

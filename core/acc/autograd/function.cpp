@@ -4,6 +4,7 @@
 
 #include "acc/autograd/engine.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/autograd/nan_check.h"
 #include "acc/autograd/node.h"
 
 namespace acc::autograd {
@@ -56,6 +57,7 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 
 void record(std::string name, const Tensor& output, const std::vector<Tensor>& inputs,
             BackwardFn backward) {
+  if (nan_checks_enabled()) check_finite(output, name, "output");
   if (needs_grad(inputs)) attach(std::move(name), output, inputs, std::move(backward));
 }
 
