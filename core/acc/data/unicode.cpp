@@ -32,6 +32,12 @@ bool in(const Range (&ranges)[N], char32_t cp) {
 }  // namespace
 
 CharClass classify(char32_t cp) {
+  if (cp < 0x80) {  // most text: skip the table searches
+    if ((cp | 0x20) >= U'a' && (cp | 0x20) <= U'z') return CharClass::letter;
+    if (cp >= U'0' && cp <= U'9') return CharClass::number;
+    if (cp == U' ' || (cp >= 0x09 && cp <= 0x0D)) return CharClass::space;
+    return CharClass::other;
+  }
   if (in(kLetters, cp)) return CharClass::letter;
   if (in(kNumbers, cp)) return CharClass::number;
   if (in(kSpaces, cp)) return CharClass::space;
