@@ -127,6 +127,21 @@ TEST(DataLoader, RankSlicesPartitionEveryGlobalBatch) {
   }
 }
 
+// A last batch smaller than the number of ranks leaves some ranks an empty batch, so that
+// every rank still takes the same number of steps.
+TEST(DataLoader, TinyLastBatchGivesSomeRanksNoRows) {
+  DataLoader global(RangeDataset(11), {.batch_size = 8, .world = 1});
+  std::vector<int64_t> last;
+  for (int r = 0; r < 4; ++r) {
+    const auto batches = collect(global.for_rank(r, 4));
+    ASSERT_EQ(batches.size(), 2u);
+    EXPECT_EQ(batches[0].size(), 2u);
+    EXPECT_EQ(batches[1].size(), r == 0 ? 0u : 1u);  // rows [3r/4, 3(r+1)/4) of 3
+    last.insert(last.end(), batches[1].begin(), batches[1].end());
+  }
+  EXPECT_EQ(last, (std::vector<int64_t>{8, 9, 10}));
+}
+
 TEST(DataLoader, PrefetchDeliversTheSameBatchesAsSynchronousLoading) {
   for (int prefetch : {1, 2, 5}) {
     DataLoader sync(RangeDataset(29), {.batch_size = 4, .shuffle = true, .seed = 1, .prefetch = 0});
