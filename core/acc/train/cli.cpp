@@ -1,0 +1,67 @@
+#include "acc/train/cli.h"
+
+#include <cstdlib>
+
+#include "acc/util/error.h"
+
+namespace acc::train {
+
+Args::Args(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    ACC_CHECK(arg.starts_with("--") && arg.size() > 2, "unexpected argument '", arg,
+              "' (options look like --name value)");
+    arg = arg.substr(2);
+    const auto eq = arg.find('=');
+    if (eq != std::string::npos) {
+      values_[arg.substr(0, eq)] = arg.substr(eq + 1);
+    } else if (i + 1 < argc && !std::string(argv[i + 1]).starts_with("--")) {
+      values_[arg] = argv[++i];
+    } else {
+      values_[arg] = "";
+    }
+  }
+}
+
+std::string Args::get(const std::string& key, const std::string& fallback) {
+  known_.insert(key);
+  auto it = values_.find(key);
+  if (it == values_.end()) return fallback;
+  ACC_CHECK(!it->second.empty(), "option --", key, " needs a value");
+  return it->second;
+}
+
+int64_t Args::get_int(const std::string& key, int64_t fallback) {
+  const std::string v = get(key, std::to_string(fallback));
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  ACC_CHECK(end && *end == '\0', "option --", key, ": '", v, "' is not an integer");
+  return n;
+}
+
+double Args::get_double(const std::string& key, double fallback) {
+  const std::string v = get(key, std::to_string(fallback));
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  ACC_CHECK(end && *end == '\0', "option --", key, ": '", v, "' is not a number");
+  return d;
+}
+
+bool Args::flag(const std::string& key) {
+  known_.insert(key);
+  auto it = values_.find(key);
+  if (it == values_.end()) return false;
+  ACC_CHECK(it->second.empty(), "option --", key, " takes no value (got '", it->second, "')");
+  return true;
+}
+
+void Args::finish() const {
+  for (const auto& [key, value] : values_) {
+    if (known_.count(key)) continue;
+    std::string list;
+    for (const auto& k : known_) list += " --" + k;
+    ACC_FAIL("unknown option --", key, " (known:", list, ")");
+  }
+}
+
+}  // namespace acc::train

@@ -1,0 +1,29 @@
+#pragma once
+// Command-line options of the example programs: "--key value", "--key=value" and "--flag".
+// Each option is read by the getters; finish() then rejects anything that was not read, naming
+// it and the options the program knows, so a typo never silently runs with a default.
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace acc::train {
+
+class Args {
+ public:
+  Args(int argc, char** argv);
+
+  std::string get(const std::string& key, const std::string& fallback);
+  int64_t get_int(const std::string& key, int64_t fallback);
+  double get_double(const std::string& key, double fallback);
+  bool flag(const std::string& key);  // present without a value
+  bool has(const std::string& key) const { return values_.count(key) > 0; }
+  void finish() const;
+
+ private:
+  std::map<std::string, std::string> values_;  // flags map to ""
+  std::set<std::string> known_;
+};
+
+}  // namespace acc::train

@@ -1,0 +1,231 @@
+#include "acc/train/lm_program.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <unordered_map>
+
+#include "acc/autograd/grad_mode.h"
+#include "acc/data/data_dir.h"
+#include "acc/data/dataloader.h"
+#include "acc/data/gpt2_tokenizer.h"
+#include "acc/data/token_file.h"
+#include "acc/models/checkpoint.h"
+#include "acc/optim/optim.h"
+#include "acc/runtime/threads.h"
+#include "acc/train/cli.h"
+#include "acc/train/generate.h"
+#include "acc/train/progress.h"
+#include "acc/train/throughput.h"
+
+namespace acc::train {
+
+namespace {
+
+constexpr const char* kUsage = R"(options:
+  --config NAME|FILE   model preset (tiny, small, ...) or YAML of config.json keys [tiny]
+  --data DIR           folder with train.bin and val.bin [data/brown]
+  --steps N            optimizer steps [300]
+  --batch N            sequences per step [8]
+  --seq N              tokens per sequence [128]
+  --lr X               peak learning rate [1e-3]; cosine decay to lr/10
+  --warmup N           linear warmup steps [steps/10]
+  --weight-decay X     AdamW weight decay on matrices [0.1]
+  --clip X             gradient-norm clipping [1.0]
+  --bf16               run linear layers on bf16 weight copies (master weights stay f32)
+  --val-every N        validation loss every N steps [100]
+  --val-batches N      batches per validation [8]
+  --init-from FILE     start from a .safetensors file (Hugging Face names and layout)
+  --save FILE          write the trained weights as .safetensors at the end
+  --sample-tokens N    tokens of generated text at the end [64]
+  --seed N             init and data-order seed [0]
+  --threads N          worker threads [all cores])";
+
+struct Options {
+  std::string config, data_dir, init_from, save;
+  int64_t steps, batch, seq, warmup, val_every, val_batches, sample_tokens, threads;
+  double lr, weight_decay, clip;
+  bool bf16;
+  uint64_t seed;
+};
+
+Options parse(int argc, char** argv) {
+  Args args(argc, argv);
+  Options o;
+  o.config = args.get("config", "tiny");
+  const auto default_data = data::find_data("brown");
+  o.data_dir = args.get("data", default_data ? default_data->string() : "data/brown");
+  o.steps = args.get_int("steps", 300);
+  o.batch = args.get_int("batch", 8);
+  o.seq = args.get_int("seq", 128);
+  o.lr = args.get_double("lr", 1e-3);
+  o.warmup = args.get_int("warmup", o.steps / 10);
+  o.weight_decay = args.get_double("weight-decay", 0.1);
+  o.clip = args.get_double("clip", 1.0);
+  o.bf16 = args.flag("bf16");
+  o.val_every = args.get_int("val-every", 100);
+  o.val_batches = args.get_int("val-batches", 8);
+  o.init_from = args.get("init-from", "");
+  o.save = args.get("save", "");
+  o.sample_tokens = args.get_int("sample-tokens", 64);
+  o.seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  o.threads = args.get_int("threads", 0);
+  args.finish();
+  ACC_CHECK(o.steps > 0 && o.batch > 0 && o.seq > 0 && o.val_every > 0 && o.val_batches > 0,
+            "--steps, --batch, --seq, --val-every and --val-batches must be positive");
+  ACC_CHECK(o.lr > 0 && o.clip > 0 && o.warmup >= 0, "--lr and --clip must be positive, --warmup >= 0");
+  return o;
+}
+
+std::filesystem::path data_file(const Options& o, const char* name) {
+  const auto path = std::filesystem::path(o.data_dir) / name;
+  ACC_CHECK(std::filesystem::is_regular_file(path), "missing data file ", path.string(),
+            " (run scripts/fetch-data, or pass --data DIR holding train.bin and val.bin)");
+  return path;
+}
+
+// Weight decay on matrices only, as GPT-2/nanoGPT do: not on biases, norms' gains.
+std::vector<optim::ParamGroup> decay_groups(const models::Model& model, double weight_decay) {
+  optim::ParamGroup decay, no_decay;
+  decay.weight_decay = weight_decay;
+  no_decay.weight_decay = 0.0;
+  for (const auto& [name, p] : model.named_parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  return {decay, no_decay};
+}
+
+double validation_loss(models::CausalLM& model, const data::DataLoader& val, int64_t batches) {
+  autograd::NoGradGuard no_grad;
+  model.eval();
+  double total = 0;
+  int64_t n = 0;
+  for (auto& batch : val) {
+    total += model.forward(batch).loss.item();
+    if (++n == batches) break;
+  }
+  model.train();
+  return n ? total / static_cast<double>(n) : NAN;
+}
+
+std::string format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
+  return buf;
+}
+
+void print_sample(models::CausalLM& model, const Options& o) {
+  if (o.sample_tokens <= 0) return;
+  const auto vocab_dir = data::find_gpt2_vocab_dir();
+  if (!vocab_dir) {
+    std::printf("(no GPT-2 vocabulary found for a text sample; run scripts/fetch-data)\n");
+    return;
+  }
+  data::Gpt2Tokenizer tokenizer(*vocab_dir);
+  const auto ids = generate(model, tokenizer.encode("The"),
+                            {.max_new_tokens = o.sample_tokens, .temperature = 0.8, .top_k = 40,
+                             .seed = o.seed});
+  std::printf("sample: %s\n", tokenizer.decode(ids).c_str());
+}
+
+int run(const Options& o, const std::string& program, const CausalLMFactory& make_model) {
+  if (o.threads > 0) runtime::set_num_threads(static_cast<int>(o.threads));
+  const auto train_path = data_file(o, "train.bin"), val_path = data_file(o, "val.bin");
+  if (!o.init_from.empty())
+    ACC_CHECK(std::filesystem::is_regular_file(o.init_from), "--init-from: no file ", o.init_from);
+
+  auto model = make_model(o.config, o.seed);
+  ACC_CHECK(o.seq <= model->max_seq_len(), "--seq ", o.seq, " exceeds the model's ",
+            model->max_seq_len(), " positions");
+  if (!o.init_from.empty()) models::load_model(*model, o.init_from);
+  model->set_bf16_compute(o.bf16);
+
+  data::TokenFile train_set(train_path, o.seq);
+  data::TokenFile val_set(val_path, o.seq, {.random_windows = false});
+  ACC_CHECK(train_set.size() >= o.batch && val_set.size() >= 1, program, ": data in ", o.data_dir,
+            " is too small for --batch ", o.batch, " x --seq ", o.seq);
+  const auto tokens = data::read_token_file(train_path);
+  const double unigram = unigram_entropy(tokens);
+  std::printf("%s: %s, %lld parameters, %s compute; data %lld train / %lld val tokens\n",
+              program.c_str(), o.config.c_str(), static_cast<long long>(model->num_parameters()),
+              o.bf16 ? "bf16" : "f32", static_cast<long long>(train_set.num_tokens()),
+              static_cast<long long>(val_set.num_tokens()));
+  std::printf("unigram entropy of train.bin: %.4f nats (the loss to beat)\n", unigram);
+
+  const double peak = measure_gemm_peak_gflops(DType::f32);
+  std::printf("f32 GEMM peak (acc matmul, 1024^3): %.1f GFLOP/s\n", peak);
+  std::fflush(stdout);
+
+  data::DataLoader loader(train_set, {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed});
+  data::DataLoader val_loader(val_set, {.batch_size = o.batch});
+  optim::AdamW opt(decay_groups(*model, o.weight_decay), {.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95});
+  optim::LRScheduler schedule(opt, optim::warmup_cosine_lr(o.lr, o.lr / 10, o.warmup, o.steps), o.lr);
+
+  ThroughputMeter meter(model->train_flops_per_token(o.seq), peak);
+  ProgressBar bar(o.steps, "train");
+  auto it = loader.begin();
+  double last_loss = NAN, val = NAN;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    if (it == loader.end()) {
+      loader.set_epoch(loader.epoch() + 1);
+      it = loader.begin();
+    }
+    opt.zero_grad();
+    Tensor loss = model->forward(*it).loss;
+    loss.backward();
+    const double norm = optim::clip_grad_norm(model->parameters(), o.clip);
+    opt.step();
+    schedule.step();
+    ++it;
+    last_loss = loss.item();
+    if (step == 0) meter.reset();  // the first step pays for primitive creation and page faults
+    else meter.step(o.batch * o.seq);
+    bar.set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, opt.lr(0), norm,
+                           meter.tokens_per_second()) +
+                    format(" mfu=%.1f%%", 100 * meter.mfu()));
+    bar.update();
+    if ((step + 1) % o.val_every == 0 || step + 1 == o.steps) {
+      val = validation_loss(*model, val_loader, o.val_batches);
+      bar.write(format("step %.0f: train loss %.4f, val loss %.4f (unigram %.4f)", double(step + 1),
+                       last_loss, val, unigram));
+    }
+  }
+  bar.close();
+  std::printf("final: train loss %.4f, val loss %.4f, unigram entropy %.4f; %.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s\n",
+              last_loss, val, unigram, meter.tokens_per_second(), 100 * meter.mfu(), peak);
+  if (!o.save.empty()) {
+    models::save_model(*model, o.save);
+    std::printf("saved %s\n", o.save.c_str());
+  }
+  print_sample(*model, o);
+  return 0;
+}
+
+}  // namespace
+
+double unigram_entropy(std::span<const int32_t> tokens) {
+  std::unordered_map<int32_t, int64_t> counts;
+  for (int32_t t : tokens) ++counts[t];
+  const double n = static_cast<double>(tokens.size());
+  double h = 0;
+  for (const auto& [token, count] : counts) {
+    const double p = static_cast<double>(count) / n;
+    h -= p * std::log(p);
+  }
+  return h;
+}
+
+int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help") {
+      std::printf("usage: %s [options]\n%s\n", program.c_str(), kUsage);
+      return 0;
+    }
+  try {
+    return run(parse(argc, argv), program, make_model);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace acc::train

@@ -1,0 +1,29 @@
+#pragma once
+// The body of train_gpt2 and train_llama (they differ only in the model they build): the seed
+// workflow of the design — token files, AdamW with warmup + cosine, gradient clipping, f32 or
+// bf16 compute, a progress bar, periodic validation loss, tokens/s and MFU, a generated sample,
+// --init-from / --save safetensors files. Run a program with --help for the options.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "acc/models/model.h"
+
+namespace acc::train {
+
+// Builds the model from --config (a preset name or a YAML path) and the init seed.
+using CausalLMFactory =
+    std::function<std::shared_ptr<models::CausalLM>(const std::string& config, uint64_t seed)>;
+
+// Parses the options, trains, and returns the exit code. Any error (missing data, bad option,
+// bad file) is one "program: error: ..." message on stderr and exit code 1, before anything is
+// written.
+int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model);
+
+// Entropy of the token frequency distribution, in nats: the loss of the best model that ignores
+// context, which a trained language model must beat.
+double unigram_entropy(std::span<const int32_t> tokens);
+
+}  // namespace acc::train
