@@ -5,6 +5,7 @@
 #include "acc/kernels/softmax.h"
 #include "acc/ops/detail.h"
 #include "acc/tensor/random.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
@@ -15,6 +16,7 @@ using KernelBwd = void (*)(const float*, const float*, float*, int64_t);
 
 // y = f(x) element-wise; backward needs x.
 Tensor unary(const char* op, const Tensor& x_in, KernelFwd fwd, KernelBwd bwd) {
+  ACC_PROFILE(op);
   Tensor x = detail::as_f32(x_in, op).detach();
   Tensor out = detail::new_output(x.shape());
   fwd(x.data<float>(), out.data<float>(), x.numel());
@@ -32,6 +34,7 @@ Tensor gelu(const Tensor& x) { return unary("gelu", x, kernels::gelu_fwd, kernel
 Tensor silu(const Tensor& x) { return unary("silu", x, kernels::silu_fwd, kernels::silu_bwd); }
 
 Tensor swiglu(const Tensor& gate_in, const Tensor& up_in) {
+  ACC_PROFILE("swiglu");
   detail::check_defined(gate_in, "swiglu", "gate");
   detail::check_defined(up_in, "swiglu", "up");
   ACC_CHECK(gate_in.shape() == up_in.shape(), "swiglu: gate ", gate_in.describe(), " and up ",
@@ -41,6 +44,7 @@ Tensor swiglu(const Tensor& gate_in, const Tensor& up_in) {
   Tensor out = detail::new_output(gate.shape());
   kernels::swiglu_fwd(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel());
   autograd::record("swiglu", out, {gate_in, up_in}, [gate, up](const Tensor& g) {
+    ACC_PROFILE("swiglu.backward");
     Tensor dgate = detail::new_output(gate.shape()), dup = detail::new_output(up.shape());
     kernels::swiglu_bwd(g.data<float>(), gate.data<float>(), up.data<float>(), dgate.data<float>(),
                         dup.data<float>(), gate.numel());
@@ -50,6 +54,7 @@ Tensor swiglu(const Tensor& gate_in, const Tensor& up_in) {
 }
 
 Tensor softmax(const Tensor& x_in) {
+  ACC_PROFILE("softmax");
   Tensor x = detail::as_f32(x_in, "softmax");
   ACC_CHECK(x.dim() >= 1, "softmax: needs at least one dimension, got ", x.describe());
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
@@ -57,6 +62,7 @@ Tensor softmax(const Tensor& x_in) {
   kernels::softmax_fwd(x.data<float>(), out.data<float>(), rows, cols);
   // Backward needs the output: save a detached handle (the output itself owns this node).
   autograd::record("softmax", out, {x_in}, [y = out.detach(), rows, cols](const Tensor& g) {
+    ACC_PROFILE("softmax.backward");
     Tensor dx = detail::new_output(y.shape());
     kernels::softmax_bwd(g.data<float>(), y.data<float>(), dx.data<float>(), rows, cols);
     return std::vector<Tensor>{dx};

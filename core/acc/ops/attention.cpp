@@ -4,10 +4,12 @@
 #include "acc/kernels/attention.h"
 #include "acc/kernels/rope.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
 Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, double scale) {
+  ACC_PROFILE("causal_attention");
   for (const Tensor* t : {&q_in, &k_in, &v_in}) detail::check_defined(*t, "causal_attention", "input");
   const bool ok = q_in.dim() == 4 && k_in.dim() == 4 && k_in.shape() == v_in.shape() &&
                   k_in.size(0) == q_in.size(0) && k_in.size(2) == q_in.size(2) &&
@@ -25,6 +27,7 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
                          lse.data<float>(), s);
   autograd::record("causal_attention", out, {q_in, k_in, v_in},
                    [q, k, v, lse, s, y = out.detach()](const Tensor& g) {
+                     ACC_PROFILE("causal_attention.backward");
                      Tensor dq = detail::new_output(q.shape());
                      Tensor dk = detail::new_output(k.shape()), dv = detail::new_output(v.shape());
                      kernels::attention_bwd(g.data<float>(), q.data<float>(), k.data<float>(),
@@ -36,6 +39,7 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
 }
 
 Tensor rope(const Tensor& x_in, double theta, int64_t pos_offset) {
+  ACC_PROFILE("rope");
   detail::check_defined(x_in, "rope", "x");
   ACC_CHECK(x_in.dim() == 4 && x_in.size(3) % 2 == 0, "rope: expected x [B,H,T,D] with even D, got ",
             x_in.describe());
@@ -45,6 +49,7 @@ Tensor rope(const Tensor& x_in, double theta, int64_t pos_offset) {
   Tensor out = detail::new_output(x.shape());
   kernels::rope_fwd(x.data<float>(), out.data<float>(), s);
   autograd::record("rope", out, {x_in}, [s](const Tensor& g) {
+    ACC_PROFILE("rope.backward");
     Tensor dx = detail::new_output(g.shape());
     kernels::rope_bwd(g.data<float>(), dx.data<float>(), s);
     return std::vector<Tensor>{dx};

@@ -3,6 +3,7 @@
 #include "acc/autograd/function.h"
 #include "acc/kernels/conv.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
@@ -18,6 +19,7 @@ Tensor zeroed(const Shape& shape) {
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in, int64_t stride,
               int64_t pad) {
+  ACC_PROFILE("conv2d");
   detail::check_defined(x_in, "conv2d", "x");
   detail::check_defined(w_in, "conv2d", "weight");
   ACC_CHECK(x_in.dim() == 4 && w_in.dim() == 4 && x_in.size(1) == w_in.size(1),
@@ -40,6 +42,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in, int
   const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad();
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
   autograd::record("conv2d", out, {x_in, w_in, bias_in}, [=](const Tensor& g) {
+    ACC_PROFILE("conv2d.backward");
     Tensor dx = need_x ? detail::new_output(x.shape()) : Tensor();
     Tensor dw = zeroed(w.shape());  // the kernel always accumulates dw
     Tensor db = need_b ? zeroed({s.K}) : Tensor();
@@ -52,6 +55,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in, int
 }
 
 Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride) {
+  ACC_PROFILE("max_pool2d");
   detail::check_defined(x_in, "max_pool2d", "x");
   ACC_CHECK(x_in.dim() == 4, "max_pool2d: expected x [N,C,H,W], got ", x_in.describe());
   const kernels::Pool2dShape s{.N = x_in.size(0), .C = x_in.size(1), .H = x_in.size(2),
@@ -64,6 +68,7 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride) {
   Tensor argmax = detail::new_output(out_shape, DType::i32);
   kernels::maxpool2d_fwd(x.data<float>(), out.data<float>(), argmax.data<int32_t>(), s);
   autograd::record("max_pool2d", out, {x_in}, [argmax, s, in_shape = x.shape()](const Tensor& g) {
+    ACC_PROFILE("max_pool2d.backward");
     Tensor dx = detail::new_output(in_shape);
     kernels::maxpool2d_bwd(g.data<float>(), argmax.data<int32_t>(), dx.data<float>(), s);
     return std::vector<Tensor>{dx};

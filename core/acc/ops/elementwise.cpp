@@ -4,6 +4,7 @@
 
 #include "acc/autograd/function.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
@@ -70,10 +71,12 @@ Broadcast same_shape(const Tensor& t) { return {1, t.numel()}; }
 }  // namespace
 
 Tensor add(const Tensor& a_in, const Tensor& b_in) {
+  ACC_PROFILE("add");
   const Broadcast bc = broadcast_of("add", a_in, b_in);
   Tensor out = map2(as_f32(a_in, "add"), as_f32(b_in, "add"), bc,
                     [](float x, float y) { return x + y; });
   autograd::record("add", out, {a_in, b_in}, [bc, b_shape = b_in.shape()](const Tensor& g) {
+    ACC_PROFILE("add.backward");
     return std::vector<Tensor>{g, reduce_rows(g, bc, b_shape)};
   });
   return out;
@@ -90,11 +93,13 @@ Tensor sub(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor mul(const Tensor& a_in, const Tensor& b_in) {
+  ACC_PROFILE("mul");
   const Broadcast bc = broadcast_of("mul", a_in, b_in);
   Tensor a = as_f32(a_in, "mul").detach(), b = as_f32(b_in, "mul").detach();
   Tensor out = map2(a, b, bc, [](float x, float y) { return x * y; });
   const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
   autograd::record("mul", out, {a_in, b_in}, [=](const Tensor& g) {
+    ACC_PROFILE("mul.backward");
     auto times = [](float x, float y) { return x * y; };
     Tensor da = need_a ? map2(g, b, bc, times) : Tensor();
     Tensor db = need_b ? reduce_rows(map2(g, a, same_shape(g), times), bc, b.shape()) : Tensor();

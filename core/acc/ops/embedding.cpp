@@ -3,10 +3,12 @@
 #include "acc/autograd/function.h"
 #include "acc/kernels/embedding.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
 Tensor embedding(const Tensor& table_in, const Tensor& ids_in) {
+  ACC_PROFILE("embedding");
   detail::check_defined(table_in, "embedding", "table");
   detail::check_defined(ids_in, "embedding", "ids");
   ACC_CHECK(table_in.dim() == 2, "embedding: table must be [V, C], got ", table_in.describe());
@@ -20,6 +22,7 @@ Tensor embedding(const Tensor& table_in, const Tensor& ids_in) {
   Tensor out = detail::new_output(out_shape);
   kernels::embedding_fwd(table.data<float>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
   autograd::record("embedding", out, {table_in}, [ids, V, C, N](const Tensor& g) {
+    ACC_PROFILE("embedding.backward");
     Tensor dtable = detail::new_output({V, C});
     dtable.zero_();
     kernels::embedding_bwd(g.data<float>(), ids.data<int32_t>(), dtable.data<float>(), N, V, C);

@@ -3,10 +3,12 @@
 #include "acc/autograd/function.h"
 #include "acc/kernels/cross_entropy.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t ignore_index) {
+  ACC_PROFILE("cross_entropy");
   detail::check_defined(logits_in, "cross_entropy", "logits");
   detail::check_defined(targets_in, "cross_entropy", "targets");
   ACC_CHECK(logits_in.dim() == 2 && targets_in.shape() == Shape{logits_in.size(0)} &&
@@ -26,6 +28,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t 
   *out.data<float>() = counted ? static_cast<float>(total / static_cast<double>(counted)) : 0.f;
   autograd::record("cross_entropy", out, {logits_in},
                    [=](const Tensor& g) {
+                     ACC_PROFILE("cross_entropy.backward");
                      if (counted == 0) return std::vector<Tensor>{Tensor()};  // nothing counted
                      Tensor dloss = detail::new_output({N});
                      dloss.fill_(static_cast<double>(g.item()) / static_cast<double>(counted));

@@ -3,6 +3,7 @@
 #include "acc/autograd/function.h"
 #include "acc/kernels/matmul.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
@@ -71,6 +72,7 @@ std::vector<Tensor> product_grads(const Tensor& A, const Tensor& B, bool ta, boo
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) {
+  ACC_PROFILE("matmul");
   detail::check_defined(a_in, "matmul", "a");
   detail::check_defined(b_in, "matmul", "b");
   const DType dtype = compute_dtype(a_in, b_in, "matmul");
@@ -78,12 +80,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   Tensor out = product(a, b, trans_a, trans_b, "matmul");
   const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
   autograd::record("matmul", out, {a_in, b_in}, [=](const Tensor& g) {
+    ACC_PROFILE("matmul.backward");
     return product_grads(a, b, trans_a, trans_b, in_dtype(g, dtype), need_a, need_b);
   });
   return out;
 }
 
 Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
+  ACC_PROFILE("linear");
   detail::check_defined(x_in, "linear", "x");
   detail::check_defined(w_in, "linear", "weight");
   ACC_CHECK(w_in.dim() == 2 && x_in.dim() >= 1 && x_in.size(-1) == w_in.size(1),
@@ -109,6 +113,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
   const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad();
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
   autograd::record("linear", out, {x_in, w_in, bias_in}, [=, x_shape = x_in.shape()](const Tensor& g) {
+    ACC_PROFILE("linear.backward");
     Tensor g2 = in_dtype(g, dtype).view({rows, out_features});
     auto grads = product_grads(x, w, false, true, g2, need_x, need_w);
     Tensor dx = need_x ? grads[0].view(x_shape) : Tensor();

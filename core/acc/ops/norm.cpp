@@ -3,6 +3,7 @@
 #include "acc/autograd/function.h"
 #include "acc/kernels/norms.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
@@ -37,6 +38,7 @@ float* mutable_or_null(const Tensor& t) { return t.defined() ? t.data<float>() :
 }  // namespace
 
 Tensor layer_norm(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta_in, double eps) {
+  ACC_PROFILE("layer_norm");
   const Rows r = check_norm_args("layer_norm", x_in, gamma_in, beta_in);
   Tensor x = detail::as_f32(x_in, "layer_norm").detach();
   Tensor gamma = gamma_in.defined() ? detail::as_f32(gamma_in, "layer_norm").detach() : Tensor();
@@ -48,6 +50,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta
                          static_cast<float>(eps));
   const bool need_g = gamma_in.requires_grad(), need_b = beta_in.requires_grad();
   autograd::record("layer_norm", out, {x_in, gamma_in, beta_in}, [=](const Tensor& g) {
+    ACC_PROFILE("layer_norm.backward");
     Tensor dx = detail::new_output(x.shape());
     Tensor dgamma = param_grad(need_g, r.cols), dbeta = param_grad(need_b, r.cols);
     kernels::layernorm_bwd(g.data<float>(), x.data<float>(), ptr_or_null(gamma), mean.data<float>(),
@@ -59,6 +62,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta
 }
 
 Tensor rms_norm(const Tensor& x_in, const Tensor& gamma_in, double eps) {
+  ACC_PROFILE("rms_norm");
   const Rows r = check_norm_args("rms_norm", x_in, gamma_in, Tensor());
   Tensor x = detail::as_f32(x_in, "rms_norm").detach();
   Tensor gamma = gamma_in.defined() ? detail::as_f32(gamma_in, "rms_norm").detach() : Tensor();
@@ -68,6 +72,7 @@ Tensor rms_norm(const Tensor& x_in, const Tensor& gamma_in, double eps) {
                        r.rows, r.cols, static_cast<float>(eps));
   const bool need_g = gamma_in.requires_grad();
   autograd::record("rms_norm", out, {x_in, gamma_in}, [=](const Tensor& g) {
+    ACC_PROFILE("rms_norm.backward");
     Tensor dx = detail::new_output(x.shape());
     Tensor dgamma = param_grad(need_g, r.cols);
     kernels::rmsnorm_bwd(g.data<float>(), x.data<float>(), ptr_or_null(gamma), rstd.data<float>(),

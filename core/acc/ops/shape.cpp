@@ -7,6 +7,7 @@
 
 #include "acc/autograd/function.h"
 #include "acc/ops/detail.h"
+#include "acc/util/profiler.h"
 
 namespace acc::ops {
 
@@ -146,6 +147,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 Tensor view(const Tensor& x, const Shape& shape) { return reshape(x, shape); }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  ACC_PROFILE("permute");
   detail::check_defined(x, "permute", "input");
   const int64_t rank = x.dim();
   std::vector<int64_t> norm(dims.size()), inverse(dims.size(), -1);
@@ -161,6 +163,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
             " dimensions of ", x.describe());
   Tensor out = permute_copy(x, norm);
   autograd::record("permute", out, {x}, [inverse](const Tensor& g) {
+    ACC_PROFILE("permute.backward");
     return std::vector<Tensor>{permute_copy(g, inverse)};
   });
   return out;
@@ -197,6 +200,7 @@ Tensor narrow(const Tensor& x, int64_t dim_in, int64_t start, int64_t length) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim_in) {
+  ACC_PROFILE("split");
   detail::check_defined(x, "split", "input");
   const int64_t dim = detail::wrap_dim(dim_in, x.dim(), "split");
   const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
@@ -212,6 +216,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
+  ACC_PROFILE("concat");
   ACC_CHECK(!xs.empty(), "concat: needs at least one tensor");
   for (const auto& x : xs) detail::check_defined(x, "concat", "an input");
   const int64_t dim = detail::wrap_dim(dim_in, xs[0].dim(), "concat");
@@ -240,12 +245,14 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
     start += a.size;
   }
   autograd::record("concat", out, xs, [sizes, dim](const Tensor& g) {
+    ACC_PROFILE("concat.backward");
     return split(g, sizes, dim);
   });
   return out;
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
+  ACC_PROFILE("cast");
   detail::check_defined(x, "cast", "input");
   Tensor out;
   {
