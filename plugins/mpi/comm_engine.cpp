@@ -51,18 +51,24 @@ CommEngine::CommEngine(std::chrono::duration<double> timeout) : timeout_(timeout
   }
 }
 
-CommEngine::~CommEngine() {
+void CommEngine::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  std::lock_guard join_lock(join_mutex_);
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
 }
 
 void CommEngine::submit(Task task) {
   {
     std::lock_guard lock(mutex_);
+    if (stopping_) {
+      task.work->mark_failed(task.work->description() +
+                             ": the mpi backend has been shut down (acc::shutdown)");
+      return;
+    }
     queue_.push_back(std::move(task));
   }
   cv_.notify_all();
@@ -138,6 +144,8 @@ bool CommEngine::progress(Active& a) {
       for (int r : missing) os << (i++ ? ", " : "") << r;
       os << "]";
       fail(a, os.str());
+      // MPI may still write into the scratch buffers of the abandoned requests: never reuse.
+      for (auto& buffer : a.task.schedule.scratch) abandoned_.push_back(std::move(buffer));
       return true;
     }
     if (const auto& after = a.task.schedule.rounds[a.round].after) after();

@@ -43,7 +43,10 @@ class CommEngine {
  public:
   // Starts the thread, initialises MPI on it and duplicates MPI_COMM_WORLD; throws on failure.
   explicit CommEngine(std::chrono::duration<double> timeout);
-  ~CommEngine();  // finishes queued tasks, then finalizes MPI (or aborts if broken)
+  ~CommEngine() { stop(); }
+  // Finishes queued tasks, then finalizes MPI (or aborts the job if broken); idempotent.
+  // Tasks submitted afterwards fail at once.
+  void stop();
   CommEngine(const CommEngine&) = delete;
   CommEngine& operator=(const CommEngine&) = delete;
 
@@ -79,6 +82,8 @@ class CommEngine {
   bool stopping_ = false;
   std::atomic<int> abort_code_{-1};
   std::string broken_;  // comm thread only: the first failure, once there was one
+  std::vector<std::shared_ptr<void>> abandoned_;  // comm thread only: see progress()
+  std::mutex join_mutex_;
 
   std::string init_error_;
   bool init_done_ = false;

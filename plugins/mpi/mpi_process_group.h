@@ -23,6 +23,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   int size() const override { return static_cast<int>(world_ranks().size()); }
   std::string backend() const override { return "mpi"; }
   void abort(int exit_code) noexcept override { engine_->abort(exit_code); }
+  void finalize() override { engine_->stop(); }
 
  protected:
   void do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input, dist::Buffer output,

@@ -91,6 +91,10 @@ class ProcessGroup {
 
   // Ends the whole job now (all ranks), e.g. after an uncaught exception on this rank.
   virtual void abort(int exit_code) noexcept;
+  // Shuts the backend down for this group and every group split from it (acc::shutdown calls
+  // it on the world, so MPI is finalized even if a subgroup is still referenced somewhere);
+  // later calls on any of them fail at wait().
+  virtual void finalize() {}
 
  protected:
   ProcessGroup(std::string name, std::vector<int> world_ranks)

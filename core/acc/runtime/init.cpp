@@ -88,7 +88,7 @@ void shutdown() {
     world.swap(g_world);
     g_initialized = false;
   }
-  world.reset();  // outside the lock: a backend may block while finalizing
+  if (world) world->finalize();  // outside the lock: a backend may block while finalizing
 }
 
 dist::ProcessGroup& world() { return *world_ptr(); }
