@@ -1,0 +1,107 @@
+// Training-loop helpers: progress output off a terminal, option parsing, sampling, unigram
+// entropy and generation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "acc/models/gpt2.h"
+#include "acc/train/cli.h"
+#include "acc/train/generate.h"
+#include "acc/train/lm_program.h"
+#include "acc/train/progress.h"
+
+namespace acc {
+namespace {
+
+std::string read_all(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[256];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
+  return s;
+}
+
+TEST(ProgressBar, PlainLinesWhenNotATerminal) {
+  std::FILE* f = std::tmpfile();
+  {
+    train::ProgressBar bar(10, "train", f, 4);
+    EXPECT_FALSE(bar.is_terminal());
+    for (int i = 0; i < 10; ++i) {
+      bar.set_postfix("loss=" + std::to_string(i));
+      bar.update();
+    }
+  }
+  const std::string out = read_all(f);
+  std::fclose(f);
+  EXPECT_EQ(out.find('\r'), std::string::npos) << out;
+  // Lines at 4, 8 and the end (10), nothing more.
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+  EXPECT_NE(out.find("train  40%|"), std::string::npos) << out;
+  EXPECT_NE(out.find("10/10"), std::string::npos) << out;
+  EXPECT_NE(out.find("loss=9]"), std::string::npos) << out;
+}
+
+TEST(ProgressRange, AdvancesWithTheLoop) {
+  std::vector<int> values{1, 2, 3};
+  int sum = 0;
+  auto wrapped = acc::progress(values, "sum");
+  for (int v : wrapped) sum += v;
+  EXPECT_EQ(sum, 6);
+  EXPECT_EQ(wrapped.bar().count(), 3);
+}
+
+TEST(Args, ParsesAndRejectsUnknownOptions) {
+  const char* argv[] = {"prog", "--steps", "12", "--lr=0.5", "--bf16", "--config", "tiny"};
+  train::Args args(7, const_cast<char**>(argv));
+  EXPECT_EQ(args.get_int("steps", 1), 12);
+  EXPECT_DOUBLE_EQ(args.get_double("lr", 1), 0.5);
+  EXPECT_TRUE(args.flag("bf16"));
+  EXPECT_EQ(args.get_int("batch", 8), 8);
+  EXPECT_THROW(args.finish(), Error);  // --config was never read
+  EXPECT_EQ(args.get("config", ""), "tiny");
+  EXPECT_NO_THROW(args.finish());
+  const char* bad[] = {"prog", "--steps", "x"};
+  train::Args bad_args(3, const_cast<char**>(bad));
+  EXPECT_THROW(bad_args.get_int("steps", 1), Error);
+}
+
+TEST(Sampling, GreedyTopKAndTemperature) {
+  const float logits[5] = {0.f, 3.f, 1.f, 2.9f, -1.f};
+  EXPECT_EQ(train::sample_token(logits, 5, 0.0, 0, 0.99), 1);  // greedy
+  // top_k 2 keeps {1, 3}: u below their split picks 1, above picks 3, never anything else.
+  EXPECT_EQ(train::sample_token(logits, 5, 1.0, 2, 0.0), 1);
+  EXPECT_EQ(train::sample_token(logits, 5, 1.0, 2, 0.999), 3);
+  const double p1 = 1.0 / (1.0 + std::exp(2.9 - 3.0));
+  EXPECT_EQ(train::sample_token(logits, 5, 1.0, 2, p1 - 1e-4), 1);
+  EXPECT_EQ(train::sample_token(logits, 5, 1.0, 2, p1 + 1e-4), 3);
+}
+
+TEST(UnigramEntropy, MatchesClosedForm) {
+  EXPECT_NEAR(train::unigram_entropy(std::vector<int32_t>{1, 2, 3, 4}), std::log(4.0), 1e-12);
+  EXPECT_NEAR(train::unigram_entropy(std::vector<int32_t>{7, 7, 7, 9}),
+              -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-12);
+}
+
+TEST(Generate, ExtendsThePromptReproduciblyAndRestoresMode) {
+  models::GPT2Config c;
+  c.vocab_size = 29;
+  c.n_positions = 6;
+  c.n_embd = 8;
+  c.n_layer = 1;
+  c.n_head = 2;
+  models::GPT2 model(c, 1);
+  const train::SampleOptions opt{.max_new_tokens = 9, .temperature = 1.0, .top_k = 5, .seed = 4};
+  const auto a = train::generate(model, {3, 4}, opt);  // longer than n_positions: windowed
+  EXPECT_EQ(a.size(), 11u);
+  EXPECT_EQ(a[0], 3);
+  for (int32_t t : a) EXPECT_TRUE(t >= 0 && t < 29);
+  EXPECT_EQ(train::generate(model, {3, 4}, opt), a);
+  EXPECT_TRUE(model.is_training());
+  EXPECT_THROW(train::generate(model, {}, opt), Error);
+}
+
+}  // namespace
+}  // namespace acc
