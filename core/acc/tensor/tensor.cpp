@@ -55,6 +55,16 @@ double load(const void* data, DType dtype, int64_t i) {
   return 0;
 }
 
+// A tensor of T's dtype holding exactly `values`.
+template <class T>
+Tensor from_values(const std::vector<T>& values, const Shape& shape, const char* op) {
+  ACC_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), op, ": ", values.size(),
+            " values do not fill shape ", shape_str(shape));
+  Tensor t = Tensor::empty(shape, dtype_of<T>::value);
+  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+
 void store(void* data, DType dtype, int64_t i, double v) {
   switch (dtype) {
     case DType::f32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
@@ -87,27 +97,16 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
 }
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape, DType dtype) {
-  ACC_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "Tensor::from_vector: ",
-            values.size(), " values do not fill shape ", shape_str(shape));
-  Tensor t = empty(shape, DType::f32);
-  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
+  Tensor t = from_values(values, shape, "Tensor::from_vector");
   return dtype == DType::f32 ? t : t.to(dtype);
 }
 
 Tensor Tensor::from_vector_i32(const std::vector<int32_t>& values, const Shape& shape) {
-  ACC_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "Tensor::from_vector_i32: ",
-            values.size(), " values do not fill shape ", shape_str(shape));
-  Tensor t = empty(shape, DType::i32);
-  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int32_t));
-  return t;
+  return from_values(values, shape, "Tensor::from_vector_i32");
 }
 
 Tensor Tensor::from_vector_i64(const std::vector<int64_t>& values, const Shape& shape) {
-  ACC_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "Tensor::from_vector_i64: ",
-            values.size(), " values do not fill shape ", shape_str(shape));
-  Tensor t = empty(shape, DType::i64);
-  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int64_t));
-  return t;
+  return from_values(values, shape, "Tensor::from_vector_i64");
 }
 
 Tensor Tensor::randn(const Shape& shape, uint64_t seed, std::string_view name, float mean, float std,
