@@ -35,8 +35,10 @@ struct CommEngine::Active {
   explicit Active(Task t) : task(std::move(t)) {}
   Task task;
   size_t round = 0;  // the round whose messages are in flight
-  std::vector<MPI_Request> requests;
+  std::vector<MPI_Request> requests;     // the current round's
   std::vector<const Message*> messages;  // the message behind each request
+  std::vector<MPI_Request> detached;     // detached sends of all rounds so far
+  std::vector<const Message*> detached_messages;
   std::chrono::steady_clock::time_point started;
 };
 
@@ -105,8 +107,8 @@ void CommEngine::post_round(Active& a) {
       const int rc = m.send ? MPI_Isend(data, count, MPI_BYTE, m.peer, tag, a.task.comm, &request)
                             : MPI_Irecv(data, count, MPI_BYTE, m.peer, tag, a.task.comm, &request);
       check_mpi(rc, m.send ? "MPI_Isend" : "MPI_Irecv");
-      a.requests.push_back(request);
-      a.messages.push_back(&m);
+      (m.detached ? a.detached : a.requests).push_back(request);
+      (m.detached ? a.detached_messages : a.messages).push_back(&m);
       done += piece;
     } while (done < m.bytes);
   }
@@ -119,40 +121,52 @@ void CommEngine::start(Active& a) {
 }
 
 bool CommEngine::progress(Active& a) {
-  while (a.round < a.task.schedule.rounds.size()) {
+  for (;;) {
+    // During the rounds, wait for the current round; after them, for the detached sends.
+    const bool in_rounds = a.round < a.task.schedule.rounds.size();
+    auto& requests = in_rounds ? a.requests : a.detached;
     int flag = 0;
-    check_mpi(MPI_Testall(static_cast<int>(a.requests.size()), a.requests.data(), &flag,
+    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
                           MPI_STATUSES_IGNORE),
               "MPI_Testall");
     if (!flag) {
-      const auto waited = std::chrono::steady_clock::now() - a.started;
-      if (waited < timeout_) return false;
-      // Name the peers behind the requests still open: as far as this rank can know, they
-      // are the ranks that have not arrived.
-      std::set<int> missing;
-      for (size_t i = 0; i < a.requests.size(); ++i) {
-        int done = 0;
-        if (a.requests[i] != MPI_REQUEST_NULL) MPI_Test(&a.requests[i], &done, MPI_STATUS_IGNORE);
-        if (!done && a.requests[i] != MPI_REQUEST_NULL)
-          missing.insert(a.task.world_ranks[a.messages[i]->peer]);
-      }
-      std::ostringstream os;
-      os << "timed out after " << timeout_.count() << " s (ACC_COMM_TIMEOUT) in round "
-         << a.round + 1 << " of " << a.task.schedule.rounds.size()
-         << "; ranks that have not arrived (peers this rank is still waiting on, world ranks): [";
-      int i = 0;
-      for (int r : missing) os << (i++ ? ", " : "") << r;
-      os << "]";
-      fail(a, os.str());
-      // MPI may still write into the scratch buffers of the abandoned requests: never reuse.
-      for (auto& buffer : a.task.schedule.scratch) abandoned_.push_back(std::move(buffer));
+      if (std::chrono::steady_clock::now() - a.started < timeout_) return false;
+      fail_timed_out(a);
       return true;
     }
+    if (!in_rounds) break;
     if (const auto& after = a.task.schedule.rounds[a.round].after) after();
     if (++a.round < a.task.schedule.rounds.size()) post_round(a);
   }
   a.task.work->mark_done();
   return true;
+}
+
+void CommEngine::fail_timed_out(Active& a) {
+  // The peers behind the requests still open are, as far as this rank can know, the ranks
+  // that have not arrived.
+  std::set<int> missing;
+  auto collect = [&](std::vector<MPI_Request>& requests, const std::vector<const Message*>& ms) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      int done = 0;
+      if (requests[i] != MPI_REQUEST_NULL) MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE);
+      if (!done && requests[i] != MPI_REQUEST_NULL)
+        missing.insert(a.task.world_ranks[ms[i]->peer]);
+    }
+  };
+  if (a.round < a.task.schedule.rounds.size()) collect(a.requests, a.messages);
+  collect(a.detached, a.detached_messages);
+  std::ostringstream os;
+  os << "timed out after " << timeout_.count() << " s (ACC_COMM_TIMEOUT) in round "
+     << std::min(a.round + 1, a.task.schedule.rounds.size()) << " of "
+     << a.task.schedule.rounds.size()
+     << "; ranks that have not arrived (peers this rank is still waiting on, world ranks): [";
+  int i = 0;
+  for (int r : missing) os << (i++ ? ", " : "") << r;
+  os << "]";
+  fail(a, os.str());
+  // MPI may still write into the scratch buffers of the abandoned requests: never reuse.
+  for (auto& buffer : a.task.schedule.scratch) abandoned_.push_back(std::move(buffer));
 }
 
 void CommEngine::thread_main() {

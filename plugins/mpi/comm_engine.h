@@ -69,6 +69,7 @@ class CommEngine {
   bool progress(Active& a);  // true when the task has finished (done or failed)
   void post_round(Active& a);
   void fail(Active& a, const std::string& reason);
+  void fail_timed_out(Active& a);
 
   std::chrono::duration<double> timeout_;
   ScratchPool scratch_;

@@ -103,12 +103,6 @@ Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::B
     const int64_t recv_segments = std::max<int64_t>(1, (n + segment - 1) / segment);
     for (int64_t k = 0; k < std::max(send_segments, recv_segments); ++k) {
       Round round;
-      if (k < send_segments) {
-        const int64_t begin = std::min(send_n, k * segment);
-        const int64_t len = std::min(send_n, begin + segment) - begin;
-        round.messages.push_back(Message{to, true, at(input.data, offsets[to] + begin * elem),
-                                         static_cast<size_t>(len) * elem});
-      }
       if (k < recv_segments) {
         const int64_t begin = std::min(n, k * segment);
         const int64_t len = std::min(n, begin + segment) - begin;
@@ -118,6 +112,14 @@ Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::B
         };
       }
       s.rounds.push_back(std::move(round));
+    }
+    // Every send of the step goes out with its first round, in segment order.
+    Round& first = s.rounds[s.rounds.size() - std::max(send_segments, recv_segments)];
+    for (int64_t k = 0; k < send_segments; ++k) {
+      const int64_t begin = std::min(send_n, k * segment);
+      const int64_t len = std::min(send_n, begin + segment) - begin;
+      first.messages.push_back(Message{to, true, at(input.data, offsets[to] + begin * elem),
+                                       static_cast<size_t>(len) * elem, true});
     }
   }
   const float scale = op == dist::ReduceOp::avg ? 1.f / static_cast<float>(size) : 1.f;

@@ -9,7 +9,8 @@
 //    receives from r-s, so every byte crosses once and reduce_scatter receives original
 //    values, summed by our vectorised kernel into an f32 accumulator (bf16 is rounded once at
 //    the end, not once per hop as a ring would). reduce_scatter moves each step in segments
-//    that fit in L2, so the received segment is summed while still in cache.
+//    that fit in L2, so the received segment is summed while still in cache; all of a step's
+//    sends are posted at once (detached), so each segment costs no round trip to the peer.
 //  - all_reduce: reduce_scatter then all_gather on near-equal chunks, in place.
 //  - broadcast: the root sends to every rank in one round (groups here are small).
 //  - barrier: dissemination, ceil(log2 p) rounds of empty messages.
@@ -27,6 +28,9 @@ struct Message {
   bool send = false;
   void* data = nullptr;
   size_t bytes = 0;
+  // A send its round does not wait for (the schedule still ends only once it is done), so a
+  // round needs no reply from the peer. Only for buffers nothing writes until the end.
+  bool detached = false;
 };
 
 struct Round {
