@@ -89,8 +89,10 @@ Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::B
   const int64_t segment = std::max<int64_t>(1, static_cast<int64_t>(kSegmentBytes / elem));
   auto recv = scratch.acquire(static_cast<size_t>(std::min(n, segment)) * elem);
   s.scratch.push_back(recv);
-  const void* own = at(input.data, offsets[rank]);
-  if (acc != own)
+  const char* own = at(input.data, offsets[rank]);
+  // With peers, the first step sums this rank's own chunk and the first arrival in one pass;
+  // alone, the accumulator starts as the own chunk.
+  if (size == 1 && acc != own)
     s.before = [acc, own, dtype, n] { dist::kernels::load_accumulator(acc, own, dtype, n); };
   const size_t acc_elem = dtype_size(dist::kernels::accumulator_dtype(dtype));
   for (int step = 1; step < size; ++step) {
@@ -107,9 +109,16 @@ Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::B
         const int64_t begin = std::min(n, k * segment);
         const int64_t len = std::min(n, begin + segment) - begin;
         round.messages.push_back(Message{from, false, recv.get(), static_cast<size_t>(len) * elem});
-        round.after = [acc = at(acc, begin * acc_elem), recv = recv.get(), dtype, len] {
-          dist::kernels::add_to_accumulator(acc, recv, dtype, len);
-        };
+        void* acc_segment = at(acc, begin * acc_elem);
+        if (step == 1) {
+          round.after = [acc_segment, own = own + begin * elem, recv = recv.get(), dtype, len] {
+            dist::kernels::sum_to_accumulator(acc_segment, own, recv, dtype, len);
+          };
+        } else {
+          round.after = [acc_segment, recv = recv.get(), dtype, len] {
+            dist::kernels::add_to_accumulator(acc_segment, recv, dtype, len);
+          };
+        }
       }
       s.rounds.push_back(std::move(round));
     }

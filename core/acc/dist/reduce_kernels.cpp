@@ -68,6 +68,33 @@ void add_to_accumulator(void* acc_v, const void* src_v, DType dtype, int64_t n) 
   }
 }
 
+void sum_to_accumulator(void* acc_v, const void* a_v, const void* b_v, DType dtype, int64_t n) {
+  switch (dtype) {
+    case DType::f32: {
+      float* acc = static_cast<float*>(acc_v);
+      const float* a = static_cast<const float*>(a_v);
+      const float* b = static_cast<const float*>(b_v);
+      for (int64_t i = 0; i < n; ++i) acc[i] = a[i] + b[i];
+      return;
+    }
+    case DType::bf16: {
+      float* acc = static_cast<float*>(acc_v);
+      const bfloat16* a = static_cast<const bfloat16*>(a_v);
+      const bfloat16* b = static_cast<const bfloat16*>(b_v);
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(load8_bf16(a + i), load8_bf16(b + i)));
+      for (; i < n; ++i) acc[i] = acc::kernels::to_f32(a[i]) + acc::kernels::to_f32(b[i]);
+      return;
+    }
+    case DType::i32:
+    case DType::i64:  // integers: copy then add, the wrapping add is already a plain loop
+      if (acc_v != a_v) std::memmove(acc_v, a_v, static_cast<size_t>(n) * dtype_size(dtype));
+      add_to_accumulator(acc_v, b_v, dtype, n);
+      return;
+  }
+}
+
 void store_accumulator(void* acc_v, void* dst, DType dtype, int64_t n, float scale) {
   check_scale(dtype, scale);
   if (is_floating(dtype) && scale != 1.f) {
@@ -116,6 +143,11 @@ void add_to_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
       }
     }
   }
+}
+
+void sum_to_accumulator(void* acc, const void* a, const void* b, DType dtype, int64_t n) {
+  load_accumulator(acc, a, dtype, n);
+  add_to_accumulator(acc, b, dtype, n);
 }
 
 void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale) {

@@ -15,6 +15,8 @@ constexpr DType accumulator_dtype(DType t) { return t == DType::bf16 ? DType::f3
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n);
 // acc[i] += src[i].
 void add_to_accumulator(void* acc, const void* src, DType dtype, int64_t n);
+// acc[i] = a[i] + b[i]: load and first addition in one pass over memory.
+void sum_to_accumulator(void* acc, const void* a, const void* b, DType dtype, int64_t n);
 // dst[i] = acc[i] * scale (scale must be 1 for integers); bf16 rounds to nearest even.
 // May overwrite acc (it is scaled in place).
 void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale);
@@ -22,6 +24,7 @@ void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale
 namespace ref {
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n);
 void add_to_accumulator(void* acc, const void* src, DType dtype, int64_t n);
+void sum_to_accumulator(void* acc, const void* a, const void* b, DType dtype, int64_t n);
 void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale);
 }  // namespace ref
 

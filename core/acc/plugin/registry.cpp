@@ -44,7 +44,8 @@ std::string canonical_or_same(const std::string& path) {
 }  // namespace
 
 Registry::Registry() = default;
-// Libraries are unloaded only for local registries (tests); the global one is never destroyed.
+// Poco::SharedLibrary's destructor leaves the library loaded, so code of a plugin stays valid
+// for objects it made even after a (test-local) registry is gone.
 Registry::~Registry() = default;
 
 Registry& Registry::global() {

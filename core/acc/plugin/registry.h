@@ -4,8 +4,8 @@
 //
 // Plugin files are named libacc_plugin_<name>.so and searched, in order, in the folders of
 // ACC_PLUGIN_PATH (colon-separated), the build tree's plugin folder, and the install prefix's
-// lib/acc/plugins. Loaded libraries stay loaded for the life of the registry (the global one
-// is never destroyed), so objects made by a plugin can never outlive its code.
+// lib/acc/plugins. Loaded libraries are never unloaded (and the global registry is never
+// destroyed), so objects made by a plugin can never outlive its code.
 #include <functional>
 #include <map>
 #include <memory>

@@ -46,6 +46,13 @@ TEST(ReduceKernels, FastMatchesReferenceOnOddSizes) {
       ref::add_to_accumulator(acc_ref.data(), b.data(), dtype, n);
       EXPECT_EQ(std::memcmp(acc_fast.data(), acc_ref.data(), acc_fast.size()), 0)
           << acc::dtype_name(dtype) << " n=" << n;
+      std::vector<char> sum_fast(acc_fast.size()), sum_ref(acc_fast.size());
+      sum_to_accumulator(sum_fast.data(), a.data(), b.data(), dtype, n);
+      ref::sum_to_accumulator(sum_ref.data(), a.data(), b.data(), dtype, n);
+      EXPECT_EQ(std::memcmp(sum_fast.data(), sum_ref.data(), sum_fast.size()), 0)
+          << "sum " << acc::dtype_name(dtype) << " n=" << n;
+      EXPECT_EQ(std::memcmp(sum_fast.data(), acc_ref.data(), sum_fast.size()), 0)
+          << "sum vs load+add " << acc::dtype_name(dtype) << " n=" << n;
       const float scale = acc::is_floating(dtype) ? 0.25f : 1.f;
       std::vector<char> out_fast(a.size() + 1), out_ref(a.size() + 1);
       store_accumulator(acc_fast.data(), out_fast.data(), dtype, n, scale);
