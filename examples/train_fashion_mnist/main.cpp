@@ -1,5 +1,5 @@
 // train_fashion_mnist: a small CNN (or an MLP) on Fashion-MNIST, test accuracy at the end.
-//   ./build/bin/train_fashion_mnist --model cnn --epochs 3
+//   ./build/bin/train_fashion_mnist --model cnn    (5 epochs; --model mlp for the MLP)
 // Data: Debian's dataset-fashion-mnist (scripts/fetch-data installs it), or --data DIR holding
 // {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz.
 #include <cmath>
@@ -45,7 +45,7 @@ int run(int argc, char** argv) {
   train::Args args(argc, argv);
   const std::string kind = args.get("model", "cnn");
   const std::string dir = args.get("data", "/usr/share/datasets/fashion-mnist");
-  const int64_t epochs = args.get_int("epochs", 3);
+  const int64_t epochs = args.get_int("epochs", 5);
   const int64_t batch_size = args.get_int("batch", 64);
   const double lr = args.get_double("lr", kind == "cnn" ? 2e-3 : 1e-3);
   const auto seed = static_cast<uint64_t>(args.get_int("seed", 0));

@@ -1,7 +1,6 @@
 #include "acc/models/checkpoint.h"
 
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "acc/autograd/grad_mode.h"

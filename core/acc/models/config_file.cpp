@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <variant>
 
 #include "acc/models/gpt2.h"

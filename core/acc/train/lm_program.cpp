@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <unordered_map>
 
 #include "acc/autograd/grad_mode.h"
@@ -29,7 +28,7 @@ constexpr const char* kUsage = R"(options:
   --steps N            optimizer steps [300]
   --batch N            sequences per step [8]
   --seq N              tokens per sequence [128]
-  --lr X               peak learning rate [1e-3]; cosine decay to lr/10
+  --lr X               peak learning rate [3e-3]; cosine decay to lr/10
   --warmup N           linear warmup steps [steps/10]
   --weight-decay X     AdamW weight decay on matrices [0.1]
   --clip X             gradient-norm clipping [1.0]
@@ -59,7 +58,7 @@ Options parse(int argc, char** argv) {
   o.steps = args.get_int("steps", 300);
   o.batch = args.get_int("batch", 8);
   o.seq = args.get_int("seq", 128);
-  o.lr = args.get_double("lr", 1e-3);
+  o.lr = args.get_double("lr", 3e-3);
   o.warmup = args.get_int("warmup", o.steps / 10);
   o.weight_decay = args.get_double("weight-decay", 0.1);
   o.clip = args.get_double("clip", 1.0);
