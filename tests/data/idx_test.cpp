@@ -2,6 +2,8 @@
 // files when Debian's dataset-fashion-mnist is installed.
 #include <gtest/gtest.h>
 
+#include "support/test_support.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -9,14 +11,10 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+using acc::test::error_of;
+using acc::test::fresh_dir;
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("acc_test_data_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+namespace {
 
 std::string idx_bytes(uint8_t ndims, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& values) {
   std::string s = {0, 0, 8, static_cast<char>(ndims)};
@@ -28,15 +26,6 @@ std::string idx_bytes(uint8_t ndims, const std::vector<uint32_t>& dims, const st
 
 // Hand-made bytes, independent of write_idx, for the cases write_idx refuses to produce.
 void write(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const acc::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 }  // namespace
 

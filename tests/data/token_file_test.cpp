@@ -14,23 +14,10 @@ namespace fs = std::filesystem;
 using acc::data::EpochKey;
 using acc::data::TokenFile;
 
+using acc::test::error_of;
+using acc::test::fresh_dir;
+
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("acc_test_data_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const acc::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 }  // namespace
 

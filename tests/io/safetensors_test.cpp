@@ -14,14 +14,10 @@ namespace fs = std::filesystem;
 using acc::DType;
 using acc::Tensor;
 
-namespace {
+using acc::test::error_of;
+using acc::test::fresh_dir;
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("acc_test_io_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+namespace {
 
 std::vector<uint8_t> bytes_of(const Tensor& t) {
   const auto* p = static_cast<const uint8_t*>(t.raw_data());
@@ -38,13 +34,8 @@ void write_raw(const fs::path& path, std::string header, size_t data_bytes) {
   out << std::string(data_bytes, '\x01');
 }
 
-std::string error_of(const fs::path& path) {
-  try {
-    acc::io::load_safetensors(path);
-  } catch (const acc::Error& e) {
-    return e.what();
-  }
-  return "no error";
+std::string load_error(const fs::path& path) {
+  return error_of([&] { acc::io::load_safetensors(path); });
 }
 
 }  // namespace
@@ -169,7 +160,7 @@ TEST(Safetensors, CorruptFilesNameTheProblem) {
   for (const auto& c : cases) {
     const fs::path path = dir / (c.name + ".safetensors");
     write_raw(path, c.header, c.data);
-    const std::string err = error_of(path);
+    const std::string err = load_error(path);
     EXPECT_NE(err.find(c.expect), std::string::npos) << c.name << ": " << err;
     EXPECT_NE(err.find(path.string()), std::string::npos) << c.name << ": " << err;
   }
@@ -182,11 +173,11 @@ TEST(Safetensors, CorruptFilesNameTheProblem) {
     const uint64_t n = 4096;
     f.write(reinterpret_cast<const char*>(&n), 8);
   }
-  EXPECT_NE(error_of(huge).find("runs past the end"), std::string::npos) << error_of(huge);
+  EXPECT_NE(load_error(huge).find("runs past the end"), std::string::npos) << load_error(huge);
   const fs::path tiny = dir / "tiny.safetensors";
   std::ofstream(tiny) << "abc";
-  EXPECT_NE(error_of(tiny).find("too short"), std::string::npos) << error_of(tiny);
-  EXPECT_NE(error_of(dir / "missing.safetensors").find("cannot open"), std::string::npos);
+  EXPECT_NE(load_error(tiny).find("too short"), std::string::npos) << load_error(tiny);
+  EXPECT_NE(load_error(dir / "missing.safetensors").find("cannot open"), std::string::npos);
 }
 
 TEST(Safetensors, SaveRejectsBadInputAndLeavesNothingBehind) {

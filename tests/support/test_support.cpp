@@ -1,9 +1,12 @@
 #include "support/test_support.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <sstream>
 
 #include "acc/tensor/random.h"
+#include "acc/util/error.h"
 
 namespace acc::test {
 
@@ -20,6 +23,23 @@ std::vector<int32_t> random_ints(int64_t n, uint64_t seed, int32_t low, int32_t 
   for (int64_t i = 0; i < n; ++i)
     v[static_cast<size_t>(i)] = low + static_cast<int32_t>(random::bits(key, static_cast<uint64_t>(i)) % span);
   return v;
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("acc_test_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 ::testing::AssertionResult all_close(const float* a, const float* b, int64_t n, float rtol, float atol) {

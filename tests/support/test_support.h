@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,13 @@ namespace acc::test {
 // n values from N(0, scale^2), deterministic in (seed).
 std::vector<float> random_vector(int64_t n, uint64_t seed, float scale = 1.f);
 std::vector<int32_t> random_ints(int64_t n, uint64_t seed, int32_t low, int32_t high);
+
+// An empty scratch folder for one test, under the system temp folder (the process id keeps
+// concurrent runs apart).
+std::filesystem::path fresh_dir(const std::string& name);
+
+// The message of the acc::Error that f throws, or "no error".
+std::string error_of(const std::function<void()>& f);
 
 // Passes when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; otherwise names the worst index.
 ::testing::AssertionResult all_close(const float* a, const float* b, int64_t n, float rtol,
