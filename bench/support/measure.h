@@ -14,7 +14,8 @@ namespace acc::bench {
 // machine's noise only ever adds time.
 double seconds_per_call(const std::function<void()>& fn, double min_seconds = 0.3);
 
-// Bandwidth of std::memcpy over `bytes` (counting read + write, i.e. 2*bytes per copy), GB/s.
+// Bandwidth of memcpy over `bytes`, split over acc's threads (counting read + write, i.e.
+// 2*bytes per copy), GB/s.
 double memcpy_gbps(size_t bytes = size_t{256} << 20);
 
 std::string cpu_model();

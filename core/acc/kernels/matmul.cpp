@@ -6,9 +6,11 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "acc/kernels/convert.h"
+#include "acc/memory/allocator.h"
 #include "acc/util/error.h"
 
 namespace acc::kernels {
@@ -143,6 +145,29 @@ void empty_product(int64_t rows, void* C, const MatmulShape& s, const float* bia
     }
 }
 
+// An uninitialised f32 buffer from the counting allocator, freed at scope exit. (A
+// std::vector would zero-fill tens of MB per call before the conversion overwrites them.)
+class ScratchF32 {
+ public:
+  ScratchF32() = default;
+  explicit ScratchF32(int64_t n)
+      : data_(static_cast<float*>(memory::allocate(static_cast<size_t>(n) * 4, memory::Category::activations))),
+        n_(n) {}
+  ScratchF32(ScratchF32&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  ScratchF32& operator=(ScratchF32&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~ScratchF32() { memory::deallocate(data_, static_cast<size_t>(n_) * 4, memory::Category::activations); }
+  float* data() const { return data_; }
+  int64_t size() const { return n_; }
+
+ private:
+  float* data_ = nullptr;
+  int64_t n_ = 0;
+};
+
 // `batch` dense products laid out back to back.
 void dense_products(int64_t batch, const void* A, const void* B, void* C, const MatmulShape& s,
                     const float* bias) {
@@ -150,22 +175,22 @@ void dense_products(int64_t batch, const void* A, const void* B, void* C, const 
   if (s.K == 0) return empty_product(batch * s.M, C, s, bias);
   PrimitiveKey key{batch,     s.M,       s.N,      s.K,          s.trans_a,
                    s.trans_b, s.ab_type, s.c_type, s.accumulate, bias != nullptr};
-  std::vector<float> a32, b32;
+  ScratchF32 a32, b32;
   if (s.ab_type == DType::bf16 && !has_native_bf16()) {
     // No native bf16: widen the operands once and run the f32 GEMM (see matmul.h for why).
-    a32.resize(static_cast<size_t>(batch * s.M * s.K));
-    b32.resize(static_cast<size_t>(batch * s.K * s.N));
-    bf16_to_f32(static_cast<const bfloat16*>(A), a32.data(), static_cast<int64_t>(a32.size()));
-    bf16_to_f32(static_cast<const bfloat16*>(B), b32.data(), static_cast<int64_t>(b32.size()));
+    a32 = ScratchF32(batch * s.M * s.K);
+    b32 = ScratchF32(batch * s.K * s.N);
+    bf16_to_f32(static_cast<const bfloat16*>(A), a32.data(), a32.size());
+    bf16_to_f32(static_cast<const bfloat16*>(B), b32.data(), b32.size());
     A = a32.data(), B = b32.data();
     key.ab_type = DType::f32;
   }
   if (key.ab_type == DType::bf16 || key.c_type == DType::f32) return execute(key, A, B, C, bias);
   // oneDNN has no f32 x f32 -> bf16 matmul: produce f32, then round.
-  std::vector<float> c32(static_cast<size_t>(batch * s.M * s.N));
+  ScratchF32 c32(batch * s.M * s.N);
   key.c_type = DType::f32;
   execute(key, A, B, c32.data(), bias);
-  f32_to_bf16(c32.data(), static_cast<bfloat16*>(C), static_cast<int64_t>(c32.size()));
+  f32_to_bf16(c32.data(), static_cast<bfloat16*>(C), c32.size());
 }
 
 }  // namespace
