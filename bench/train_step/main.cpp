@@ -187,10 +187,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_train_step: error: %s\n", e.what());
-    return 1;
-  }
+  return acc::train::run_program("bench_train_step", [&] { return run(argc, argv); });
 }

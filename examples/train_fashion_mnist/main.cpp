@@ -102,10 +102,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_fashion_mnist: error: %s\n", e.what());
-    return 1;
-  }
+  return acc::train::run_program("train_fashion_mnist", [&] { return run(argc, argv); });
 }

@@ -1,6 +1,8 @@
 #include "acc/train/cli.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "acc/util/error.h"
 
@@ -61,6 +63,15 @@ void Args::finish() const {
     std::string list;
     for (const auto& k : known_) list += " --" + k;
     ACC_FAIL("unknown option --", key, " (known:", list, ")");
+  }
+}
+
+int run_program(const std::string& program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    return 1;
   }
 }
 

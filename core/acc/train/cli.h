@@ -3,6 +3,7 @@
 // Each option is read by the getters; finish() then rejects anything that was not read, naming
 // it and the options the program knows, so a typo never silently runs with a default.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -25,5 +26,9 @@ class Args {
   std::map<std::string, std::string> values_;  // flags map to ""
   std::set<std::string> known_;
 };
+
+// Runs a program's body; an exception becomes one "<program>: error: <what>" line on stderr
+// and exit code 1, so bad input never ends in a stack trace or a zero exit.
+int run_program(const std::string& program, const std::function<int()>& body);
 
 }  // namespace acc::train

@@ -219,12 +219,7 @@ int lm_main(int argc, char** argv, const std::string& program, const CausalLMFac
       std::printf("usage: %s [options]\n%s\n", program.c_str(), kUsage);
       return 0;
     }
-  try {
-    return run(parse(argc, argv), program, make_model);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
-    return 1;
-  }
+  return run_program(program, [&] { return run(parse(argc, argv), program, make_model); });
 }
 
 }  // namespace acc::train
