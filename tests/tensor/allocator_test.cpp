@@ -63,3 +63,35 @@ TEST(Allocator, ViewsDoNotAllocate) {
 
 }  // namespace
 }  // namespace acc
+
+namespace acc {
+namespace {
+
+TEST(AllocatorCache, LargeFreedBlockIsReusedForSameSizeAndCountsStayExact) {
+  memory::release_cached();
+  const size_t n = (size_t{3} << 20) + 5;  // large, not page-aligned
+  const auto before = memory::report();
+  void* a = memory::allocate(n, memory::Category::activations);
+  memory::deallocate(a, n, memory::Category::activations);
+  auto mid = memory::report();
+  EXPECT_EQ(mid.total.current, before.total.current);  // cached bytes are not live
+  EXPECT_GE(mid.cached, static_cast<int64_t>(n));
+  void* b = memory::allocate(n, memory::Category::gradients);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(memory::report().cached, before.cached);
+  EXPECT_EQ(memory::report()[memory::Category::gradients].current - before[memory::Category::gradients].current,
+            static_cast<int64_t>(n));
+  memory::deallocate(b, n, memory::Category::gradients);
+  memory::release_cached();
+  EXPECT_EQ(memory::report().cached, 0);
+}
+
+TEST(AllocatorCache, SmallBlocksAreNotCached) {
+  memory::release_cached();
+  void* a = memory::allocate(1000, memory::Category::other);
+  memory::deallocate(a, 1000, memory::Category::other);
+  EXPECT_EQ(memory::report().cached, 0);
+}
+
+}  // namespace
+}  // namespace acc

@@ -2,7 +2,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "acc/util/error.h"
 
@@ -25,6 +29,67 @@ struct Counter {
   void reset_peak() { peak.store(current.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 };
 
+// Large freed blocks by rounded size, reused for the next request of that exact size.
+class BlockCache {
+ public:
+  void* take(size_t rounded) {
+    std::lock_guard lock(mu_);
+    auto it = free_.find(rounded);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= static_cast<int64_t>(rounded);
+    return p;
+  }
+  bool keep(void* p, size_t rounded) {
+    std::lock_guard lock(mu_);
+    if (cached_ + static_cast<int64_t>(rounded) > capacity()) return false;
+    free_[rounded].push_back(p);
+    cached_ += static_cast<int64_t>(rounded);
+    return true;
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+  int64_t cached() {
+    std::lock_guard lock(mu_);
+    return cached_;
+  }
+
+ private:
+  static int64_t capacity() {
+    static const int64_t bytes = [] {
+      const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
+      if (!env || !*env) return int64_t{4096} << 20;
+      char* end = nullptr;
+      const long long mb = std::strtoll(env, &end, 10);
+      ACC_CHECK(end && *end == '\0' && mb >= 0, "ACC_ALLOC_CACHE_MB='", env,
+                "' is not a size; expected a whole number of MiB (0 turns the cache off)");
+      return static_cast<int64_t>(mb) << 20;
+    }();
+    return bytes;
+  }
+
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  int64_t cached_ = 0;
+};
+
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache;  // never destroyed: tensors may die after main
+  return *c;
+}
+
+size_t rounded_size(size_t nbytes) {
+  // aligned_alloc needs a multiple of the alignment; large blocks round to pages for reuse.
+  const size_t unit = nbytes >= kCacheMinBytes ? 4096 : kAlignment;
+  return nbytes == 0 ? kAlignment : (nbytes + unit - 1) / unit * unit;
+}
+
 std::array<Counter, kNumCategories> g_by_category;
 Counter g_total;
 thread_local Category t_category = Category::other;
@@ -45,9 +110,13 @@ std::string_view category_name(Category c) {
 }
 
 void* allocate(size_t nbytes, Category category) {
-  // aligned_alloc needs a size that is a multiple of the alignment; the counters see nbytes.
-  const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  const size_t rounded = rounded_size(nbytes);
+  void* ptr = rounded >= kCacheMinBytes ? cache().take(rounded) : nullptr;
+  if (!ptr) ptr = std::aligned_alloc(kAlignment, rounded);
+  if (!ptr && cache().cached() > 0) {  // memory held for reuse is better spent here
+    cache().release();
+    ptr = std::aligned_alloc(kAlignment, rounded);
+  }
   if (!ptr)
     ACC_FAIL("out of memory: could not allocate ", nbytes, " bytes for ", category_name(category),
              " (now live: ", g_total.usage().current, " bytes)");
@@ -58,10 +127,13 @@ void* allocate(size_t nbytes, Category category) {
 
 void deallocate(void* ptr, size_t nbytes, Category category) noexcept {
   if (!ptr) return;
-  std::free(ptr);
+  const size_t rounded = rounded_size(nbytes);
+  if (rounded < kCacheMinBytes || !cache().keep(ptr, rounded)) std::free(ptr);
   g_by_category[static_cast<size_t>(category)].add(-static_cast<int64_t>(nbytes));
   g_total.add(-static_cast<int64_t>(nbytes));
 }
+
+void release_cached() { cache().release(); }
 
 Category current_category() { return t_category; }
 
@@ -72,6 +144,7 @@ Report report() {
   Report r;
   for (size_t i = 0; i < kNumCategories; ++i) r.by_category[i] = g_by_category[i].usage();
   r.total = g_total.usage();
+  r.cached = cache().cached();
   return r;
 }
 

@@ -51,11 +51,19 @@ struct Usage {
 
 struct Report {
   std::array<Usage, kNumCategories> by_category{};
-  Usage total;  // peak of the sum, not the sum of peaks
+  Usage total;         // peak of the sum, not the sum of peaks
+  int64_t cached = 0;  // freed large blocks kept for reuse (not live, not in any category)
   const Usage& operator[](Category c) const { return by_category[static_cast<size_t>(c)]; }
 };
 
 Report report();
+// Freed blocks of at least kCacheMinBytes are kept (up to ACC_ALLOC_CACHE_MB, default 4096 MiB)
+// and handed out again for a request of the same rounded size: a training step allocates the
+// same large activations every step, and fresh blocks from the OS are page-faulted and zeroed
+// each time. release_cached() returns them all to the system.
+inline constexpr size_t kCacheMinBytes = size_t{1} << 20;
+void release_cached();
+
 // Sets every peak to the current value, so the next phase's peaks can be measured.
 void reset_peaks();
 
