@@ -41,10 +41,15 @@ class BlockCache {
     cached_ -= static_cast<int64_t>(rounded);
     return p;
   }
-  bool keep(void* p, size_t rounded) {
+  // Called from the noexcept deallocate: a failure to record the block just frees it.
+  bool keep(void* p, size_t rounded) noexcept {
     std::lock_guard lock(mu_);
-    if (cached_ + static_cast<int64_t>(rounded) > capacity()) return false;
-    free_[rounded].push_back(p);
+    if (cached_ + static_cast<int64_t>(rounded) > capacity_) return false;
+    try {
+      free_[rounded].push_back(p);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
     cached_ += static_cast<int64_t>(rounded);
     return true;
   }
@@ -61,19 +66,19 @@ class BlockCache {
   }
 
  private:
-  static int64_t capacity() {
-    static const int64_t bytes = [] {
-      const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
-      if (!env || !*env) return int64_t{4096} << 20;
-      char* end = nullptr;
-      const long long mb = std::strtoll(env, &end, 10);
-      ACC_CHECK(end && *end == '\0' && mb >= 0, "ACC_ALLOC_CACHE_MB='", env,
-                "' is not a size; expected a whole number of MiB (0 turns the cache off)");
-      return static_cast<int64_t>(mb) << 20;
-    }();
-    return bytes;
+  static int64_t capacity_from_env() {
+    const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
+    if (!env || !*env) return int64_t{4096} << 20;
+    char* end = nullptr;
+    const long long mb = std::strtoll(env, &end, 10);
+    ACC_CHECK(end && *end == '\0' && mb >= 0, "ACC_ALLOC_CACHE_MB='", env,
+              "' is not a size; expected a whole number of MiB (0 turns the cache off)");
+    return static_cast<int64_t>(mb) << 20;
   }
 
+  // Read when the cache is built, on the first large allocation (which may throw), never
+  // first inside deallocate.
+  const int64_t capacity_ = capacity_from_env();
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   int64_t cached_ = 0;
