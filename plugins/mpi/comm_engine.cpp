@@ -129,6 +129,10 @@ bool CommEngine::progress(Active& a) {
     check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
                           MPI_STATUSES_IGNORE),
               "MPI_Testall");
+    if (flag && in_rounds) {
+      const auto& waiting_on = a.task.schedule.rounds[a.round].waiting_on;
+      flag = !waiting_on || waiting_on().empty();
+    }
     if (!flag) {
       if (std::chrono::steady_clock::now() - a.started < timeout_) return false;
       fail_timed_out(a);
@@ -154,7 +158,11 @@ void CommEngine::fail_timed_out(Active& a) {
         missing.insert(a.task.world_ranks[ms[i]->peer]);
     }
   };
-  if (a.round < a.task.schedule.rounds.size()) collect(a.requests, a.messages);
+  if (a.round < a.task.schedule.rounds.size()) {
+    collect(a.requests, a.messages);
+    if (const auto& waiting_on = a.task.schedule.rounds[a.round].waiting_on)
+      for (int peer : waiting_on()) missing.insert(a.task.world_ranks[peer]);
+  }
   collect(a.detached, a.detached_messages);
   std::ostringstream os;
   os << "timed out after " << timeout_.count() << " s (ACC_COMM_TIMEOUT) in round "
@@ -185,6 +193,7 @@ void CommEngine::thread_main() {
     MPI_Comm_set_errhandler(p2p_comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(coll_comm_, &world_rank_);
     MPI_Comm_size(coll_comm_, &world_size_);
+    world_shm_ = ShmChannel::create(coll_comm_);
   } catch (const std::exception& e) {
     init_error_ = e.what();
   }

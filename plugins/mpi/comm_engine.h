@@ -25,6 +25,7 @@
 #include "acc/dist/work.h"
 #include "schedule.h"
 #include "scratch_pool.h"
+#include "shm_channel.h"
 
 namespace acc::mpi {
 
@@ -55,6 +56,8 @@ class CommEngine {
   // The private duplicates of MPI_COMM_WORLD: one for collectives, one for send/recv.
   MPI_Comm world_collective_comm() const { return coll_comm_; }
   MPI_Comm world_p2p_comm() const { return p2p_comm_; }
+  // The world's shared-memory channel; null unless every rank is on this node.
+  std::shared_ptr<ShmChannel> world_shm() const { return world_shm_; }
 
   void submit(Task task);
   // Temporary buffers shared by all groups' collectives.
@@ -75,6 +78,7 @@ class CommEngine {
   ScratchPool scratch_;
   int world_rank_ = 0, world_size_ = 1;
   MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
+  std::shared_ptr<ShmChannel> world_shm_;
   bool we_initialized_mpi_ = false;
 
   std::mutex mutex_;

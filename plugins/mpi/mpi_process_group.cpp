@@ -12,18 +12,20 @@ std::shared_ptr<MpiProcessGroup> MpiProcessGroup::world(std::shared_ptr<CommEngi
   for (int i = 0; i < engine->world_size(); ++i) ranks[i] = i;
   const int rank = engine->world_rank();
   const MPI_Comm coll = engine->world_collective_comm(), p2p = engine->world_p2p_comm();
+  auto shm = engine->world_shm();
   return std::make_shared<MpiProcessGroup>(std::move(engine), "world", std::move(ranks), rank,
-                                           coll, p2p);
+                                           coll, p2p, std::move(shm));
 }
 
 MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
                                  std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
-                                 MPI_Comm p2p_comm)
+                                 MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm)
     : ProcessGroup(std::move(name), std::move(world_ranks)),
       engine_(std::move(engine)),
       rank_(rank),
       coll_comm_(collective_comm),
-      p2p_comm_(p2p_comm) {}
+      p2p_comm_(p2p_comm),
+      shm_(std::move(shm)) {}
 
 void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule) {
   engine_->submit(Task{true, coll_comm_, 0, world_ranks(), std::move(work), std::move(schedule)});
@@ -31,34 +33,43 @@ void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedu
 
 void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag) {
   Schedule schedule;
-  schedule.rounds.push_back(Round{{message}, {}});
+  schedule.rounds.push_back(Round{{message}, {}, {}});
   engine_->submit(Task{false, p2p_comm_, tag, world_ranks(), std::move(work), std::move(schedule)});
 }
 
 void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                     dist::Buffer output, std::vector<int64_t> counts) {
-  submit_collective(std::move(work), all_gather_schedule(rank_, size(), input, output, counts));
+  submit_collective(std::move(work),
+                    shm_ ? shm_all_gather_schedule(shm_, input, output, counts)
+                         : all_gather_schedule(rank_, size(), input, output, counts));
 }
 
 void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                         dist::Buffer output, std::vector<int64_t> counts,
                                         dist::ReduceOp op) {
-  submit_collective(std::move(work),
-                    reduce_scatter_schedule(rank_, size(), input, output, counts, op, engine_->scratch()));
+  ScratchPool& scratch = engine_->scratch();
+  submit_collective(
+      std::move(work),
+      shm_ ? shm_reduce_scatter_schedule(shm_, input, output, counts, op, scratch)
+           : reduce_scatter_schedule(rank_, size(), input, output, counts, op, scratch));
 }
 
 void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
                                     dist::ReduceOp op) {
-  submit_collective(std::move(work), all_reduce_schedule(rank_, size(), tensor, op, engine_->scratch()));
+  ScratchPool& scratch = engine_->scratch();
+  submit_collective(std::move(work), shm_ ? shm_all_reduce_schedule(shm_, tensor, op, scratch)
+                                          : all_reduce_schedule(rank_, size(), tensor, op, scratch));
 }
 
 void MpiProcessGroup::do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
                                    int root) {
-  submit_collective(std::move(work), broadcast_schedule(rank_, size(), tensor, root));
+  submit_collective(std::move(work), shm_ ? shm_broadcast_schedule(shm_, tensor, root)
+                                          : broadcast_schedule(rank_, size(), tensor, root));
 }
 
 void MpiProcessGroup::do_barrier(std::shared_ptr<dist::Work> work) {
-  submit_collective(std::move(work), barrier_schedule(rank_, size()));
+  submit_collective(std::move(work),
+                    shm_ ? shm_barrier_schedule(shm_) : barrier_schedule(rank_, size()));
 }
 
 void MpiProcessGroup::do_send(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
@@ -83,6 +94,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
     std::vector<int> world_ranks;
     int rank = -1;
     MPI_Comm coll = MPI_COMM_NULL, p2p = MPI_COMM_NULL;
+    std::shared_ptr<ShmChannel> shm;
   };
   auto result = std::make_shared<Result>();
 
@@ -109,6 +121,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
     if (result->coll != MPI_COMM_NULL) {
       MPI_Comm_set_errhandler(result->coll, MPI_ERRORS_RETURN);
       MPI_Comm_set_errhandler(result->p2p, MPI_ERRORS_RETURN);
+      result->shm = ShmChannel::create(result->coll);
     }
   };
   schedule.append(std::move(split));
@@ -117,7 +130,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
   work->wait();
   if (color < 0) return nullptr;
   return std::make_shared<MpiProcessGroup>(engine_, std::move(name), result->world_ranks,
-                                           result->rank, result->coll, result->p2p);
+                                           result->rank, result->coll, result->p2p, result->shm);
 }
 
 }  // namespace acc::mpi

@@ -1,12 +1,15 @@
 #pragma once
 // The ProcessGroup of the mpi plugin: turns each call into a schedule and hands it to the
-// comm engine shared by the world group and every subgroup split from it.
+// comm engine shared by the world group and every subgroup split from it. Collectives go
+// through the group's shared-memory channel when its ranks share a node, through MPI messages
+// otherwise; send/recv always use MPI.
 #include <mpi.h>
 
 #include <memory>
 
 #include "acc/dist/process_group.h"
 #include "comm_engine.h"
+#include "shm_schedule.h"
 
 namespace acc::mpi {
 
@@ -17,7 +20,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
 
   MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
                   std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
-                  MPI_Comm p2p_comm);
+                  MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm);
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(world_ranks().size()); }
@@ -48,6 +51,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   std::shared_ptr<CommEngine> engine_;  // shared by all groups; the last one finalizes MPI
   int rank_;
   MPI_Comm coll_comm_, p2p_comm_;
+  std::shared_ptr<ShmChannel> shm_;  // null: the ranks are not on one node, or ACC_SHM=0
 };
 
 }  // namespace acc::mpi

@@ -66,6 +66,7 @@ Schedule all_gather_schedule(int rank, int size, dist::Buffer input, dist::Buffe
     s.rounds.push_back(Round{{Message{to, true, own, offsets[rank + 1] - offsets[rank]},
                               Message{from, false, at(output.data, offsets[from]),
                                       offsets[from + 1] - offsets[from]}},
+                             {},
                              {}});
   }
   return s;
@@ -168,6 +169,7 @@ Schedule barrier_schedule(int rank, int size) {
   for (int distance = 1; distance < size; distance *= 2)
     s.rounds.push_back(Round{{Message{mod(rank + distance, size), true, nullptr, 0},
                               Message{mod(rank - distance, size), false, nullptr, 0}},
+                             {},
                              {}});
   return s;
 }

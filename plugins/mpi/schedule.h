@@ -14,6 +14,7 @@
 //  - all_reduce: reduce_scatter then all_gather on near-equal chunks, in place.
 //  - broadcast: the root sends to every rank in one round (groups here are small).
 //  - barrier: dissemination, ceil(log2 p) rounds of empty messages.
+// Groups whose ranks share a node use the shared-memory schedules of shm_schedule.h instead.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -35,7 +36,10 @@ struct Message {
 
 struct Round {
   std::vector<Message> messages;
-  std::function<void()> after;  // runs once every message of the round has completed
+  // A condition besides the messages (shared-memory counters, shm_schedule.h): the group ranks
+  // the round still waits on; the round is complete once this is empty. Null: none.
+  std::function<std::vector<int>()> waiting_on;
+  std::function<void()> after;  // runs once the round is complete
 };
 
 struct Schedule {

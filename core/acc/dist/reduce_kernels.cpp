@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "acc/kernels/convert.h"
@@ -29,6 +31,21 @@ inline __m256 load8_bf16(const bfloat16* p) {
 }
 
 }  // namespace
+
+void copy_streaming(void* dst_v, const void* src_v, size_t bytes) {
+  auto* dst = static_cast<char*>(dst_v);
+  const auto* src = static_cast<const char*>(src_v);
+  // Plain copy up to the first 32-byte aligned destination, streamed body, plain tail.
+  const size_t head = std::min(bytes, (32 - reinterpret_cast<uintptr_t>(dst) % 32) % 32);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 128 <= bytes; i += 128)
+    for (size_t j = 0; j < 128; j += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + j),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + j)));
+  std::memcpy(dst + i, src + i, bytes - i);
+  _mm_sfence();
+}
 
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
   if (dtype == DType::bf16)

@@ -3,6 +3,7 @@
 // Partial sums live in an accumulator of accumulator_dtype(dtype): f32 for f32 and bf16 (bf16
 // is summed in f32 and rounded once at the end), the type itself for i32 / i64 (integer sums
 // wrap around on overflow, as two's complement).
+#include <cstddef>
 #include <cstdint>
 
 #include "acc/tensor/dtype.h"
@@ -20,6 +21,11 @@ void sum_to_accumulator(void* acc, const void* a, const void* b, DType dtype, in
 // dst[i] = acc[i] * scale (scale must be 1 for integers); bf16 rounds to nearest even.
 // May overwrite acc (it is scaled in place).
 void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale);
+
+// memcpy with non-temporal stores, for destinations much larger than the caches: the stores
+// skip the read-for-ownership of every destination line and do not evict the working set.
+// Ordered before anything this thread does afterwards (it ends with a store fence).
+void copy_streaming(void* dst, const void* src, size_t bytes);
 
 namespace ref {
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n);

@@ -83,3 +83,17 @@ TEST(ReduceKernels, IntegersWrapAndRejectScale) {
   int32_t out;
   EXPECT_THROW(store_accumulator(&acc_value, &out, DType::i32, 1, 0.5f), acc::Error);
 }
+
+// Streaming copy against memcpy: every destination alignment, sizes around the 128-byte body,
+// and the bytes just outside the destination must stay untouched.
+TEST(ReduceKernels, StreamingCopyMatchesMemcpy) {
+  const std::vector<char> src = random_bytes(DType::i32, 1024, 7);
+  for (size_t offset : {0, 1, 17, 31, 32, 45}) {
+    for (size_t bytes : {0, 1, 31, 127, 128, 129, 300, 1000, 4000}) {
+      std::vector<char> got(4200, 'x'), want(4200, 'x');
+      copy_streaming(got.data() + offset, src.data() + 3, bytes);
+      std::memcpy(want.data() + offset, src.data() + 3, bytes);
+      EXPECT_EQ(got, want) << "offset " << offset << ", bytes " << bytes;
+    }
+  }
+}

@@ -202,6 +202,41 @@ TEST(Collectives, BarrierAndEmptyTensors) {
   g.barrier();
 }
 
+// Buffers of several shared-memory steps (512 KiB staging buffers) and an all_gather output
+// past the 16 MiB from which it streams its stores; uneven chunks give ranks different step
+// counts (rank 1 has none), and every collective still has to line up step by step.
+TEST(Collectives, LargeBuffersSpanManySteps) {
+  auto& g = acc::world();
+  const int p = g.size();
+  const int64_t n = (int64_t{17} << 20) / 4 / p + 5;  // f32 elements per rank: 17 MiB output
+  {
+    const Tensor in = make_input(DType::f32, g.rank(), 0, n);
+    Tensor out = Tensor::zeros({n * p});
+    g.all_gather(in, out);
+    const auto got = values(out);
+    for (int r = 0; r < p; ++r)
+      EXPECT_TRUE(std::vector<double>(got.begin() + r * n, got.begin() + (r + 1) * n) ==
+                  values(make_input(DType::f32, r, 0, n)))
+          << "all_gather chunk of rank " << r;
+  }
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const auto counts = uneven_counts(p, 300001);
+    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    const int64_t offset = std::accumulate(counts.begin(), counts.begin() + g.rank(), int64_t{0});
+    Tensor out = Tensor::zeros({counts[g.rank()]}, dtype);
+    g.reduce_scatter_v(make_input(dtype, g.rank(), 0, total), out, counts, ReduceOp::avg);
+    expect_reduced(out, dtype, p, offset, ReduceOp::avg, "reduce_scatter_v (large)");
+
+    Tensor t = make_input(dtype, g.rank(), 0, 1000003);
+    g.all_reduce(t);
+    expect_reduced(t, dtype, p, 0, ReduceOp::sum, "all_reduce (large)");
+
+    Tensor b = make_input(dtype, g.rank(), 0, 300001);
+    g.broadcast(b, p - 1);
+    EXPECT_TRUE(values(b) == values(make_input(dtype, p - 1, 0, 300001))) << "broadcast (large)";
+  }
+}
+
 TEST(Collectives, ArgumentErrorsAreLocalAndClear) {
   auto& g = acc::world();
   try {
