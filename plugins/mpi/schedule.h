@@ -64,4 +64,14 @@ Schedule barrier_schedule(int rank, int size);
 // Near-equal chunks of n elements over `size` ranks (the first n % size get one more).
 std::vector<int64_t> even_counts(int64_t n, int size);
 
+// --- parts shared by the schedule builders of both transports ---
+// Byte offset of every rank's chunk, and the end (size + 1 entries).
+std::vector<size_t> byte_offsets(const std::vector<int64_t>& counts, DType dtype);
+inline char* byte_at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
+inline int wrap_rank(int r, int size) { return ((r % size) + size) % size; }
+// Where reduce_scatter sums: the output itself, or (bf16) an f32 scratch kept alive by `s`.
+void* reduction_accumulator(Schedule& s, dist::Buffer output, ScratchPool& scratch);
+// The last part of a reduce_scatter: output = accumulator, divided by `size` for avg.
+Schedule store_reduction(void* accumulator, dist::Buffer output, dist::ReduceOp op, int size);
+
 }  // namespace acc::mpi

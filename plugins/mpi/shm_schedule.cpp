@@ -15,8 +15,6 @@ using Fill = std::function<void(uint64_t k, char* buffer)>;
 // Reads the peers' buffers of step k; `step` is the channel-wide step number.
 using Drain = std::function<void(uint64_t k, uint64_t step)>;
 
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-int mod(int a, int p) { return ((a % p) + p) % p; }
 
 // all_gather writes its output with non-temporal stores from this size of the whole output on:
 // larger outputs leave the caches anyway, and plain stores would first read every line.
@@ -26,13 +24,6 @@ void copy_plain(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src
 // The part of [begin, begin + len) inside [0, total), as a length (0 when past the end).
 size_t clipped(size_t begin, size_t len, size_t total) {
   return begin >= total ? 0 : std::min(len, total - begin);
-}
-
-std::vector<size_t> byte_offsets(const std::vector<int64_t>& counts, size_t elem) {
-  std::vector<size_t> offsets(counts.size() + 1, 0);
-  for (size_t i = 0; i < counts.size(); ++i)
-    offsets[i + 1] = offsets[i] + static_cast<size_t>(counts[i]) * elem;
-  return offsets;
 }
 
 // The rounds of `steps` steps over the channel (see shm_schedule.h).
@@ -79,12 +70,12 @@ uint64_t steps_for(size_t largest, size_t per_step) {
 Schedule shm_all_gather_schedule(Channel channel, dist::Buffer input, dist::Buffer output,
                                  const std::vector<int64_t>& counts) {
   const int me = channel->rank(), p = channel->size();
-  const auto offsets = byte_offsets(counts, dtype_size(output.dtype));
+  const auto offsets = byte_offsets(counts, output.dtype);
   std::vector<size_t> bytes(p);
   for (int r = 0; r < p; ++r) bytes[r] = offsets[r + 1] - offsets[r];
   const size_t piece = channel->buffer_bytes();
   const uint64_t steps = steps_for(*std::max_element(bytes.begin(), bytes.end()), piece);
-  char* own = at(output.data, offsets[me]);
+  char* own = byte_at(output.data, offsets[me]);
   const char* in = static_cast<const char*>(input.data);
   const auto copy = offsets[p] >= kStreamingBytes ? dist::kernels::copy_streaming : copy_plain;
   Fill fill = [in, own, mine = bytes[me], piece, copy](uint64_t k, char* buffer) {
@@ -96,7 +87,7 @@ Schedule shm_all_gather_schedule(Channel channel, dist::Buffer input, dist::Buff
                                                                                  uint64_t step) {
     const size_t begin = k * piece;
     for (int q = 0; q < p; ++q)
-      if (q != me) copy(at(out, offsets[q] + begin), channel->buffer(q, step), clipped(begin, piece, bytes[q]));
+      if (q != me) copy(byte_at(out, offsets[q] + begin), channel->buffer(q, step), clipped(begin, piece, bytes[q]));
   };
   return staged_schedule(std::move(channel), steps, std::move(fill), std::move(drain));
 }
@@ -107,9 +98,8 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
   const int me = channel->rank(), p = channel->size();
   const DType dtype = input.dtype;
   const size_t elem = dtype_size(dtype);
-  const DType acc_dtype = dist::kernels::accumulator_dtype(dtype);
-  const size_t acc_elem = dtype_size(acc_dtype);
-  const auto offsets = byte_offsets(counts, elem);
+  const size_t acc_elem = dtype_size(dist::kernels::accumulator_dtype(dtype));
+  const auto offsets = byte_offsets(counts, dtype);
   const int64_t n = counts[me];
   // Each step carries `segment` elements of every peer's chunk, each at a 64-byte aligned
   // place in the buffer: the piece for rank q sits at q * segment.
@@ -118,12 +108,7 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
       steps_for(static_cast<size_t>(*std::max_element(counts.begin(), counts.end())), segment);
 
   Schedule s;
-  void* acc = output.data;
-  if (acc_dtype != dtype) {
-    auto wide = scratch.acquire(static_cast<size_t>(n) * acc_elem);
-    acc = wide.get();
-    s.scratch.push_back(std::move(wide));
-  }
+  void* acc = reduction_accumulator(s, output, scratch);
   const char* in = static_cast<const char*>(input.data);
   Fill fill = [in, offsets, counts, segment, elem, me, p](uint64_t k, char* buffer) {
     const size_t begin = k * segment;
@@ -138,9 +123,9 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
     const size_t begin = k * segment;
     const auto len = static_cast<int64_t>(clipped(begin, segment, static_cast<size_t>(n)));
     if (len == 0) return;
-    void* acc_segment = at(acc, begin * acc_elem);
+    void* acc_segment = byte_at(acc, begin * acc_elem);
     for (int distance = 1; distance < p; ++distance) {
-      const char* piece = channel->buffer(mod(me - distance, p), step) + me * segment * elem;
+      const char* piece = channel->buffer(wrap_rank(me - distance, p), step) + me * segment * elem;
       if (distance == 1)
         dist::kernels::sum_to_accumulator(acc_segment, own + begin * elem, piece, dtype, len);
       else
@@ -148,12 +133,7 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
     }
   };
   s.append(staged_schedule(std::move(channel), steps, std::move(fill), std::move(drain)));
-  const float scale = op == dist::ReduceOp::avg ? 1.f / static_cast<float>(p) : 1.f;
-  Schedule finish;
-  finish.before = [acc, out = output.data, dtype, n, scale] {
-    dist::kernels::store_accumulator(acc, out, dtype, n, scale);
-  };
-  s.append(std::move(finish));
+  s.append(store_reduction(acc, output, op, p));
   return s;
 }
 
@@ -164,7 +144,7 @@ Schedule shm_all_reduce_schedule(Channel channel, dist::Buffer tensor, dist::Red
   int64_t begin = 0;
   for (int r = 0; r < me; ++r) begin += counts[r];
   // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
-  dist::Buffer own{at(tensor.data, static_cast<size_t>(begin) * dtype_size(tensor.dtype)),
+  dist::Buffer own{byte_at(tensor.data, static_cast<size_t>(begin) * dtype_size(tensor.dtype)),
                    counts[me], tensor.dtype};
   Schedule s = shm_reduce_scatter_schedule(channel, tensor, own, counts, op, scratch);
   s.append(shm_all_gather_schedule(std::move(channel), own, tensor, counts));
