@@ -90,6 +90,13 @@ TEST(UnigramEntropy, MatchesClosedForm) {
               -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-12);
 }
 
+TEST(UnigramCrossEntropy, AddOneSmoothingOverTheVocabulary) {
+  // Fit {1, 1, 2} over a vocabulary of 4: p(1) = 3/7, p(2) = 2/7, p(0) = p(3) = 1/7.
+  const std::vector<int32_t> fit{1, 1, 2}, score{1, 3};
+  EXPECT_NEAR(train::unigram_cross_entropy(fit, score, 4), -(std::log(3.0 / 7) + std::log(1.0 / 7)) / 2,
+              1e-12);
+}
+
 TEST(Generate, ExtendsThePromptReproduciblyAndRestoresMode) {
   models::GPT2Config c;
   c.vocab_size = 29;

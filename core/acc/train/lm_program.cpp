@@ -34,7 +34,7 @@ constexpr const char* kUsage = R"(options:
   --clip X             gradient-norm clipping [1.0]
   --bf16               run linear layers on bf16 weight copies (master weights stay f32)
   --val-every N        validation loss every N steps [100]
-  --val-batches N      batches per validation [8]
+  --val-batches N      batches per validation; 0 = all of val.bin [0]
   --init-from FILE     start from a .safetensors file (Hugging Face names and layout)
   --save FILE          write the trained weights as .safetensors at the end
   --sample-tokens N    tokens of generated text at the end [64]
@@ -64,15 +64,16 @@ Options parse(int argc, char** argv) {
   o.clip = args.get_double("clip", 1.0);
   o.bf16 = args.flag("bf16");
   o.val_every = args.get_int("val-every", 100);
-  o.val_batches = args.get_int("val-batches", 8);
+  o.val_batches = args.get_int("val-batches", 0);
   o.init_from = args.get("init-from", "");
   o.save = args.get("save", "");
   o.sample_tokens = args.get_int("sample-tokens", 64);
   o.seed = static_cast<uint64_t>(args.get_int("seed", 0));
   o.threads = args.get_int("threads", 0);
   args.finish();
-  ACC_CHECK(o.steps > 0 && o.batch > 0 && o.seq > 0 && o.val_every > 0 && o.val_batches > 0,
-            "--steps, --batch, --seq, --val-every and --val-batches must be positive");
+  ACC_CHECK(o.steps > 0 && o.batch > 0 && o.seq > 0 && o.val_every > 0,
+            "--steps, --batch, --seq and --val-every must be positive");
+  ACC_CHECK(o.val_batches >= 0, "--val-batches must be >= 0 (0 = all of val.bin)");
   ACC_CHECK(o.lr > 0 && o.clip > 0 && o.warmup >= 0, "--lr and --clip must be positive, --warmup >= 0");
   return o;
 }
@@ -100,7 +101,7 @@ double validation_loss(models::CausalLM& model, const data::DataLoader& val, int
   int64_t n = 0;
   for (auto& batch : val) {
     total += model.forward(batch).loss.item();
-    if (++n == batches) break;
+    if (++n == batches) break;  // never, for batches = 0: the whole set
   }
   model.train();
   return n ? total / static_cast<double>(n) : NAN;
@@ -144,11 +145,15 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
             " is too small for --batch ", o.batch, " x --seq ", o.seq);
   const auto tokens = data::read_token_file(train_path);
   const double unigram = unigram_entropy(tokens);
+  const double unigram_val =
+      unigram_cross_entropy(tokens, data::read_token_file(val_path), model->vocab_size());
   std::printf("%s: %s, %lld parameters, %s compute; data %lld train / %lld val tokens\n",
               program.c_str(), o.config.c_str(), static_cast<long long>(model->num_parameters()),
               o.bf16 ? "bf16" : "f32", static_cast<long long>(train_set.num_tokens()),
               static_cast<long long>(val_set.num_tokens()));
-  std::printf("unigram entropy of train.bin: %.4f nats (the loss to beat)\n", unigram);
+  std::printf("the losses to beat: unigram entropy of train.bin %.4f nats; that unigram model on "
+              "val.bin (add-one smoothing) %.4f nats\n",
+              unigram, unigram_val);
 
   const double peak = measure_gemm_peak_gflops(DType::f32);
   std::printf("f32 GEMM peak (acc matmul, 1024^3): %.1f GFLOP/s\n", peak);
@@ -184,13 +189,16 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     bar.update();
     if ((step + 1) % o.val_every == 0 || step + 1 == o.steps) {
       val = validation_loss(*model, val_loader, o.val_batches);
-      bar.write(format("step %.0f: train loss %.4f, val loss %.4f (unigram %.4f)", double(step + 1),
-                       last_loss, val, unigram));
+      bar.write(format("step %.0f: train loss %.4f (unigram %.4f), ", double(step + 1), last_loss,
+                       unigram) +
+                format("val loss %.4f (unigram %.4f)", val, unigram_val));
     }
   }
   bar.close();
-  std::printf("final: train loss %.4f, val loss %.4f, unigram entropy %.4f; %.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s\n",
-              last_loss, val, unigram, meter.tokens_per_second(), 100 * meter.mfu(), peak);
+  std::printf("final: train loss %.4f (unigram %.4f), val loss %.4f (unigram %.4f, %.2f nats below); "
+              "%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s\n",
+              last_loss, unigram, val, unigram_val, unigram_val - val, meter.tokens_per_second(),
+              100 * meter.mfu(), peak);
   if (!o.save.empty()) {
     models::save_model(*model, o.save);
     std::printf("saved %s\n", o.save.c_str());
@@ -211,6 +219,19 @@ double unigram_entropy(std::span<const int32_t> tokens) {
     h -= p * std::log(p);
   }
   return h;
+}
+
+double unigram_cross_entropy(std::span<const int32_t> fit, std::span<const int32_t> score,
+                             int64_t vocab_size) {
+  std::unordered_map<int32_t, int64_t> counts;
+  for (int32_t t : fit) ++counts[t];
+  const double total = static_cast<double>(fit.size()) + static_cast<double>(vocab_size);
+  double loss = 0;
+  for (int32_t t : score) {
+    const auto it = counts.find(t);
+    loss -= std::log((static_cast<double>(it == counts.end() ? 0 : it->second) + 1.0) / total);
+  }
+  return score.empty() ? 0.0 : loss / static_cast<double>(score.size());
 }
 
 int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model) {

@@ -26,4 +26,9 @@ int lm_main(int argc, char** argv, const std::string& program, const CausalLMFac
 // context, which a trained language model must beat.
 double unigram_entropy(std::span<const int32_t> tokens);
 
+// Loss on `score` of the unigram model fitted on `fit` with add-one smoothing over the
+// vocabulary: what a context-free model reaches on held-out text, the val loss to beat.
+double unigram_cross_entropy(std::span<const int32_t> fit, std::span<const int32_t> score,
+                             int64_t vocab_size);
+
 }  // namespace acc::train
