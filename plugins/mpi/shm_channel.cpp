@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "acc/memory/allocator.h"
 #include "acc/util/log.h"
 
 namespace acc::mpi {
@@ -103,10 +104,16 @@ std::unique_ptr<ShmChannel> ShmChannel::create(MPI_Comm comm) {
   return std::unique_ptr<ShmChannel>(new ShmChannel(rank, size, kBufferBytes, base, bytes));
 }
 
+// The whole segment is mapped on every rank, so each counts all of it as communication memory.
 ShmChannel::ShmChannel(int rank, int size, size_t buffer_bytes, void* base, size_t mapped_bytes)
-    : rank_(rank), size_(size), buffer_bytes_(buffer_bytes), base_(base), mapped_bytes_(mapped_bytes) {}
+    : rank_(rank), size_(size), buffer_bytes_(buffer_bytes), base_(base), mapped_bytes_(mapped_bytes) {
+  memory::count_external(memory::Category::communication, static_cast<int64_t>(mapped_bytes_));
+}
 
-ShmChannel::~ShmChannel() { munmap(base_, mapped_bytes_); }
+ShmChannel::~ShmChannel() {
+  munmap(base_, mapped_bytes_);
+  memory::count_external(memory::Category::communication, -static_cast<int64_t>(mapped_bytes_));
+}
 
 char* ShmChannel::buffer(int r, uint64_t step) const {
   const size_t header = sizeof(Counters) * static_cast<size_t>(size_);

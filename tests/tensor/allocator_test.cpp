@@ -21,6 +21,17 @@ TEST(Allocator, CountsRequestedBytesPerCategoryExactly) {
   EXPECT_EQ(memory::report()[Category::gradients].current, before[Category::gradients].current);
 }
 
+TEST(Allocator, ExternalBytesCountLikeAllocations) {
+  const auto before = memory::report();
+  memory::count_external(Category::communication, 4096);
+  const auto mid = memory::report();
+  EXPECT_EQ(mid[Category::communication].current - before[Category::communication].current, 4096);
+  EXPECT_EQ(mid.total.current - before.total.current, 4096);
+  EXPECT_GE(mid[Category::communication].peak, mid[Category::communication].current);
+  memory::count_external(Category::communication, -4096);
+  EXPECT_EQ(memory::report()[Category::communication].current, before[Category::communication].current);
+}
+
 TEST(Allocator, ScopeSetsCategoryOfTensorsAndRestoresIt) {
   const auto before = memory::report();
   {

@@ -138,6 +138,11 @@ void deallocate(void* ptr, size_t nbytes, Category category) noexcept {
   g_total.add(-static_cast<int64_t>(nbytes));
 }
 
+void count_external(Category category, int64_t bytes) noexcept {
+  g_by_category[static_cast<size_t>(category)].add(bytes);
+  g_total.add(bytes);
+}
+
 void release_cached() { cache().release(); }
 
 Category current_category() { return t_category; }

@@ -29,6 +29,10 @@ void* allocate(size_t nbytes, Category category);
 // Releases a block from allocate(); nbytes and category must be those it was allocated with.
 void deallocate(void* ptr, size_t nbytes, Category category) noexcept;
 
+// Counts memory acc holds outside allocate(), such as a mapped shared-memory segment:
+// count_external(c, +bytes) when it is mapped, count_external(c, -bytes) when unmapped.
+void count_external(Category category, int64_t bytes) noexcept;
+
 // The category new allocations on this thread are counted under (default: other).
 Category current_category();
 

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <numeric>
 
 #include "acc/dist/process_group.h"
 #include "acc/kernels/convert.h"
+#include "acc/memory/allocator.h"
 #include "acc/runtime/init.h"
 
 using acc::DType;
@@ -235,6 +238,15 @@ TEST(Collectives, LargeBuffersSpanManySteps) {
     g.broadcast(b, p - 1);
     EXPECT_TRUE(values(b) == values(make_input(dtype, p - 1, 0, 300001))) << "broadcast (large)";
   }
+}
+
+// The world's shared-memory segment (every rank maps all ranks' 2 x 512 KiB buffers) is
+// counted as communication memory.
+TEST(Collectives, SharedMemoryChannelIsCounted) {
+  const char* shm = std::getenv("ACC_SHM");
+  if (shm != nullptr && std::string(shm) == "0") GTEST_SKIP() << "ACC_SHM=0: no channel";
+  const int64_t buffers = int64_t{2} * (512 << 10) * acc::world().size();
+  EXPECT_GE(acc::memory::report()[acc::memory::Category::communication].current, buffers);
 }
 
 TEST(Collectives, ArgumentErrorsAreLocalAndClear) {
