@@ -26,7 +26,7 @@ constexpr const char* kUsage = R"(options:
   --config NAME|FILE   model preset (tiny, small, ...) or YAML of config.json keys [tiny]
   --data DIR           folder with train.bin and val.bin [data/brown]
   --steps N            optimizer steps [300]
-  --batch N            sequences per step [8]
+  --batch N            sequences per step [16]
   --seq N              tokens per sequence [128]
   --lr X               peak learning rate [3e-3]; cosine decay to lr/10
   --warmup N           linear warmup steps [steps/10]
@@ -56,7 +56,7 @@ Options parse(int argc, char** argv) {
   const auto default_data = data::find_data("brown");
   o.data_dir = args.get("data", default_data ? default_data->string() : "data/brown");
   o.steps = args.get_int("steps", 300);
-  o.batch = args.get_int("batch", 8);
+  o.batch = args.get_int("batch", 16);
   o.seq = args.get_int("seq", 128);
   o.lr = args.get_double("lr", 3e-3);
   o.warmup = args.get_int("warmup", o.steps / 10);
