@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "acc/memory/allocator.h"
 #include "acc/tensor/tensor.h"
@@ -95,6 +96,23 @@ TEST(AllocatorCache, LargeFreedBlockIsReusedForSameSizeAndCountsStayExact) {
   memory::deallocate(b, n, memory::Category::gradients);
   memory::release_cached();
   EXPECT_EQ(memory::report().cached, 0);
+}
+
+// The default capacity is half the physical memory over the ranks of the node: shared among
+// a million ranks it holds no 2 MiB block, among one it does.
+TEST(AllocatorCache, CapacityIsSharedAmongTheRanksOfTheNode) {
+  if (std::getenv("ACC_ALLOC_CACHE_MB")) GTEST_SKIP() << "ACC_ALLOC_CACHE_MB sets the capacity";
+  const size_t n = size_t{2} << 20;
+  auto cached_after_free = [&] {
+    memory::release_cached();
+    memory::deallocate(memory::allocate(n, memory::Category::other), n, memory::Category::other);
+    return memory::report().cached;
+  };
+  memory::share_cache_among(1 << 20);
+  EXPECT_EQ(cached_after_free(), 0);
+  memory::share_cache_among(1);
+  EXPECT_EQ(cached_after_free(), static_cast<int64_t>(n));
+  memory::release_cached();
 }
 
 TEST(AllocatorCache, SmallBlocksAreNotCached) {

@@ -1,5 +1,8 @@
 #include "acc/memory/allocator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -55,6 +58,9 @@ class BlockCache {
   }
   void release() {
     std::lock_guard lock(mu_);
+    release_locked();
+  }
+  void release_locked() {
     for (auto& [size, blocks] : free_)
       for (void* p : blocks) std::free(p);
     free_.clear();
@@ -65,10 +71,22 @@ class BlockCache {
     return cached_;
   }
 
+ // Ranks sharing this node's memory; the default capacity is half the physical memory over them.
+  void share_among(int local_ranks) {
+    const int64_t capacity = capacity_for(local_ranks);
+    std::lock_guard lock(mu_);
+    capacity_ = capacity;
+    if (cached_ > capacity_) release_locked();
+  }
+
  private:
-  static int64_t capacity_from_env() {
+  static int64_t capacity_for(int local_ranks) {
     const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
-    if (!env || !*env) return int64_t{4096} << 20;
+    if (!env || !*env) {
+      const auto pages = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES));
+      const auto page = static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+      return pages > 0 && page > 0 ? pages * page / 2 / std::max(1, local_ranks) : int64_t{4096} << 20;
+    }
     char* end = nullptr;
     const long long mb = std::strtoll(env, &end, 10);
     ACC_CHECK(end && *end == '\0' && mb >= 0, "ACC_ALLOC_CACHE_MB='", env,
@@ -78,7 +96,7 @@ class BlockCache {
 
   // Read when the cache is built, on the first large allocation (which may throw), never
   // first inside deallocate.
-  const int64_t capacity_ = capacity_from_env();
+  int64_t capacity_ = capacity_for(1);
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   int64_t cached_ = 0;
@@ -144,6 +162,8 @@ void count_external(Category category, int64_t bytes) noexcept {
 }
 
 void release_cached() { cache().release(); }
+
+void share_cache_among(int local_ranks) { cache().share_among(local_ranks); }
 
 Category current_category() { return t_category; }
 

@@ -61,11 +61,13 @@ struct Report {
 };
 
 Report report();
-// Freed blocks of at least kCacheMinBytes are kept (up to ACC_ALLOC_CACHE_MB, default 4096 MiB)
-// and handed out again for a request of the same rounded size: a training step allocates the
-// same large activations every step, and fresh blocks from the OS are page-faulted and zeroed
-// each time. release_cached() returns them all to the system.
+// Freed blocks of at least kCacheMinBytes are kept and handed out again for a request of the
+// same rounded size: a training step allocates the same large activations every step, and
+// fresh blocks from the OS are page-faulted and zeroed each time. The cache holds up to
+// ACC_ALLOC_CACHE_MB MiB (0 = off); by default half the physical memory, shared among the
+// ranks of this node (acc::init calls share_cache_among). release_cached() returns them all.
 inline constexpr size_t kCacheMinBytes = size_t{1} << 20;
+void share_cache_among(int local_ranks);
 void release_cached();
 
 // Sets every peak to the current value, so the next phase's peaks can be measured.

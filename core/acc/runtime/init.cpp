@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "acc/dist/single_process_group.h"
+#include "acc/memory/allocator.h"
 #include "acc/plugin/registry.h"
 #include "acc/runtime/threads.h"
 #include "acc/util/error.h"
@@ -67,6 +68,7 @@ void init(int /*argc*/, char** /*argv*/) {
             g_world->size(), " but the environment says rank ", g_topology.rank, " of ",
             g_topology.world_size);
   runtime::set_num_threads(runtime::default_num_threads(g_topology.local_size));
+  memory::share_cache_among(g_topology.local_size);
   g_initialized = true;
   static const bool registered = (std::atexit(shutdown), true);
   (void)registered;
