@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "acc/kernels/detail/bf16_avx2.h"
+#include "acc/kernels/detail/isa.h"
 #include "acc/kernels/detail/parallel.h"
 
 namespace acc::kernels {
@@ -56,20 +57,15 @@ __attribute__((target("avx512f"))) void bf16_to_f32_avx512(const bfloat16* src, 
 }
 #pragma GCC diagnostic pop
 
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
-
 }  // namespace
 
 void f32_to_bf16(const float* src, bfloat16* dst, int64_t n) {
-  const auto body = has_avx512() ? f32_to_bf16_avx512 : f32_to_bf16_avx2;
+  const auto body = detail::use_avx512() ? f32_to_bf16_avx512 : f32_to_bf16_avx2;
   detail::parallel_ranges(n, kGrain, [&](int64_t b, int64_t e) { body(src + b, dst + b, e - b); });
 }
 
 void bf16_to_f32(const bfloat16* src, float* dst, int64_t n) {
-  const auto body = has_avx512() ? bf16_to_f32_avx512 : bf16_to_f32_avx2;
+  const auto body = detail::use_avx512() ? bf16_to_f32_avx512 : bf16_to_f32_avx2;
   detail::parallel_ranges(n, kGrain, [&](int64_t b, int64_t e) { body(src + b, dst + b, e - b); });
 }
 

@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "acc/kernels/detail/avx2_math.h"
+#include "acc/kernels/detail/avx512_math.h"
+#include "acc/kernels/detail/isa.h"
 #include "acc/kernels/detail/parallel.h"
 #include "acc/util/error.h"
 
@@ -27,8 +29,9 @@ float row_max(const float* x, int64_t n) {
   return detail::hmax(mx);
 }
 
-// log(sum(exp(x))) with the max subtracted first so large logits cannot overflow.
-float row_lse(const float* x, int64_t n) {
+// log(sum(exp(x))) with the max subtracted first so large logits cannot overflow. A row of a
+// large vocabulary (201 KB at 50257) stays in L2 between the two passes; the exp dominates.
+float row_lse_avx2(const float* x, int64_t n) {
   const float mx = row_max(x, n);
   __m256 sum = _mm256_setzero_ps();
   for_each_lanes(n, [&](int64_t j, const Lanes& lanes) {
@@ -38,6 +41,53 @@ float row_lse(const float* x, int64_t n) {
   });
   return mx + std::log(detail::hsum(sum));
 }
+
+// dx = g * exp(x - lse): the softmax times the upstream gradient.
+void row_grad_avx2(const float* x, float* dx, int64_t n, float g, float lse) {
+  const __m256 vg = _mm256_set1_ps(g), shift = _mm256_set1_ps(lse);
+  for_each_lanes(n, [&](int64_t j, const Lanes& lanes) {
+    lanes.store(dx + j, _mm256_mul_ps(vg, detail::exp256(_mm256_sub_ps(lanes.load(x + j), shift))));
+  });
+}
+
+// The same two on 16 lanes, for CPUs with AVX-512F (twice the exp throughput). GCC 12's
+// avx512fintrin.h passes _mm512_undefined_* as pass-through operands (in the reductions), which
+// its uninitialised-value warnings misreport here; they are silenced for these two only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+__attribute__((target("avx512f"))) float row_lse_avx512(const float* x, int64_t n) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __mmask16 tail = detail::tail_mask16(n % 16);
+  const int64_t body = n - n % 16;
+  __m512 mx = neg_inf;
+  for (int64_t j = 0; j < body; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + j));
+  if (tail) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(neg_inf, tail, x + body));
+  const float m = _mm512_reduce_max_ps(mx);
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < body; j += 16)
+    sum = _mm512_add_ps(sum, detail::exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm)));
+  if (tail) {
+    const __m512 e = detail::exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + body), vm));
+    sum = _mm512_mask_add_ps(sum, tail, sum, e);
+  }
+  return m + std::log(_mm512_reduce_add_ps(sum));
+}
+
+__attribute__((target("avx512f"))) void row_grad_avx512(const float* x, float* dx, int64_t n, float g,
+                                                         float lse) {
+  const __m512 vg = _mm512_set1_ps(g), shift = _mm512_set1_ps(lse);
+  const __mmask16 tail = detail::tail_mask16(n % 16);
+  const int64_t body = n - n % 16;
+  for (int64_t j = 0; j < body; j += 16)
+    _mm512_storeu_ps(dx + j, _mm512_mul_ps(vg, detail::exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), shift))));
+  if (tail) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail, x + body);
+    _mm512_mask_storeu_ps(dx + body, tail, _mm512_mul_ps(vg, detail::exp512(_mm512_sub_ps(v, shift))));
+  }
+}
+#pragma GCC diagnostic pop
 
 // Validated up front (serially, N ints) so a bad target is reported before any work is done.
 int64_t count_and_check_targets(const char* op, const int32_t* targets, int64_t N, int64_t V,
@@ -58,6 +108,7 @@ int64_t count_and_check_targets(const char* op, const int32_t* targets, int64_t 
 int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* losses, float* lse,
                           int64_t N, int64_t V, int32_t ignore_index) {
   const int64_t kept = count_and_check_targets("cross_entropy_fwd", targets, N, V, ignore_index);
+  const auto row_lse = detail::use_avx512() ? row_lse_avx512 : row_lse_avx2;
   detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float* row = logits + i * V;
@@ -72,6 +123,7 @@ void cross_entropy_bwd(const float* logits, const int32_t* targets, const float*
                        const float* dloss, float* dlogits, int64_t N, int64_t V,
                        int32_t ignore_index) {
   count_and_check_targets("cross_entropy_bwd", targets, N, V, ignore_index);
+  const auto row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
   detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       // Element-wise read-then-write of the same index, so dlogits may alias logits.
@@ -81,11 +133,7 @@ void cross_entropy_bwd(const float* logits, const int32_t* targets, const float*
         std::fill(dx, dx + V, 0.f);
         continue;
       }
-      const __m256 g = _mm256_set1_ps(dloss[i]), shift = _mm256_set1_ps(lse[i]);
-      for_each_lanes(V, [&](int64_t j, const Lanes& lanes) {
-        lanes.store(dx + j,
-                    _mm256_mul_ps(g, detail::exp256(_mm256_sub_ps(lanes.load(x + j), shift))));
-      });
+      row_grad(x, dx, V, dloss[i], lse[i]);
       dx[targets[i]] -= dloss[i];
     }
   });

@@ -1,0 +1,43 @@
+#pragma once
+// 16-lane counterparts of avx2_math.h for kernels with AVX-512F bodies (used only where
+// detail::use_avx512() says so). exp512 is exp256's algorithm lane for lane, so both widths
+// give the same bits.
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace acc::kernels::detail {
+
+// exp(x) on 16 lanes: 0 below ln(FLT_MIN), +inf above ln(FLT_MAX), NaN kept.
+__attribute__((target("avx512f"))) inline __m512 exp512(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.3365447504f), hi = _mm512_set1_ps(88.7228391117f);
+  // As in exp256: max/min return the second operand when one is NaN, so NaN flows through.
+  const __m512 xc = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504089f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  // 2^n as two factors: n spans [-126, 128], beyond one f32 exponent field.
+  const __m512i ni = _mm512_cvtps_epi32(n), n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i bias = _mm512_set1_epi32(127);
+  const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+  const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+  __m512 out = _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
+  out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), out, _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), out,
+                              _mm512_set1_ps(__builtin_inff()));
+}
+
+// Lanes [0, k) of 16, for masked loads and stores of a tail.
+inline __mmask16 tail_mask16(int64_t k) {
+  return static_cast<__mmask16>(k >= 16 ? 0xffff : (1u << k) - 1);
+}
+
+}  // namespace acc::kernels::detail
