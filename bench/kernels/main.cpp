@@ -17,6 +17,7 @@
 #include "acc/kernels/softmax.h"
 #include "acc/runtime/threads.h"
 #include "acc/tensor/tensor.h"
+#include "acc/train/cli.h"
 #include "kernels/raw_onednn.h"
 #include "support/measure.h"
 
@@ -149,8 +150,10 @@ void bench_pool_interplay(std::vector<Row>& rows) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string out = argc > 1 ? argv[1] : "bench/results/kernels.json";
+int run(int argc, char** argv) {
+  acc::train::Args args(argc, argv);
+  const std::string out = args.get("out", "bench/results/kernels.json");
+  args.finish();
   acc::runtime::set_num_threads(acc::runtime::default_num_threads());
   std::vector<Row> rows;
   double f32_peak = 0, unused = 0;
@@ -165,4 +168,9 @@ int main(int argc, char** argv) {
   acc::bench::report("acc kernels at GPT-2-small shapes", rows, out,
                      {{"threads", std::to_string(acc::runtime::num_threads())},
                       {"native_bf16", acc::kernels::has_native_bf16() ? "yes" : "no"}});
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  return acc::train::run_program("bench_kernels", [&] { return run(argc, argv); });
 }

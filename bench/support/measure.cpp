@@ -122,7 +122,8 @@ void report(const std::string& title, const std::vector<Row>& rows, const std::s
   root.set("date", utc_timestamp());
   for (const auto& [k, v] : context) root.set(k, v);
   root.set("rows", json_rows);
-  std::filesystem::create_directories(std::filesystem::path(json_path).parent_path());
+  const auto folder = std::filesystem::path(json_path).parent_path();
+  if (!folder.empty()) std::filesystem::create_directories(folder);
   const std::string tmp = json_path + ".tmp";
   {
     std::ofstream out(tmp);

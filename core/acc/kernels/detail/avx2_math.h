@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "acc/kernels/detail/exp_constants.h"
+
 namespace acc::kernels::detail {
 
 inline float hsum(__m256 v) {
@@ -30,21 +32,17 @@ inline __m256i tail_mask(int64_t k) {
 
 // exp(x) on 8 lanes: 0 below ln(FLT_MIN) (no denormal results), +inf above ln(FLT_MAX), NaN kept.
 inline __m256 exp256(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365447504f), hi = _mm256_set1_ps(88.7228391117f);
+  const __m256 lo = _mm256_set1_ps(exp_constants::kLo), hi = _mm256_set1_ps(exp_constants::kHi);
   // Operand order matters: max/min return their second operand when one is NaN, so NaN flows
   // through the clamp and poisons the result without a separate NaN blend.
   const __m256 xc = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504089f)),
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(exp_constants::kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // r = x - n*ln2 with ln2 split in two so the reduction is exact in f32.
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_constants::kLn2Hi), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_constants::kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(exp_constants::kPoly[0]);
+  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_constants::kPoly[i]));
   const __m256 y = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.f)));
   // 2^n as two factors: n spans [-126, 128], beyond what one f32 exponent field can hold.
   const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);

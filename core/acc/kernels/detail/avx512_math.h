@@ -6,23 +6,21 @@
 
 #include <cstdint>
 
+#include "acc/kernels/detail/exp_constants.h"
+
 namespace acc::kernels::detail {
 
 // exp(x) on 16 lanes: 0 below ln(FLT_MIN), +inf above ln(FLT_MAX), NaN kept.
 __attribute__((target("avx512f"))) inline __m512 exp512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.3365447504f), hi = _mm512_set1_ps(88.7228391117f);
+  const __m512 lo = _mm512_set1_ps(exp_constants::kLo), hi = _mm512_set1_ps(exp_constants::kHi);
   // As in exp256: max/min return the second operand when one is NaN, so NaN flows through.
   const __m512 xc = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504089f)),
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(exp_constants::kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_constants::kLn2Hi), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_constants::kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(exp_constants::kPoly[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_constants::kPoly[i]));
   const __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   // 2^n as two factors: n spans [-126, 128], beyond one f32 exponent field.
   const __m512i ni = _mm512_cvtps_epi32(n), n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
