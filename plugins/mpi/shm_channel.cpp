@@ -50,10 +50,16 @@ void* map_segment(const std::string& name, size_t bytes, bool create, std::strin
     error = "shm_open('" + name + "'): " + errno_text();
     return nullptr;
   }
-  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    error = "ftruncate('" + name + "', " + std::to_string(bytes) + "): " + errno_text();
-    close(fd);
-    return nullptr;
+  // Reserved up front, not just sized: a full /dev/shm (containers often give it 64 MB) then
+  // fails here, and the group uses MPI messages, instead of raising SIGBUS at first touch.
+  if (create) {
+    const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (rc != 0) {
+      error = "posix_fallocate('" + name + "', " + std::to_string(bytes) + " bytes): " + std::strerror(rc);
+      close(fd);
+      shm_unlink(name.c_str());
+      return nullptr;
+    }
   }
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
