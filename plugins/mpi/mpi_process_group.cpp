@@ -37,28 +37,39 @@ void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message messa
   engine_->submit(Task{false, p2p_comm_, tag, world_ranks(), std::move(work), std::move(schedule)});
 }
 
+Schedule MpiProcessGroup::gather_schedule(dist::Buffer input, dist::Buffer output,
+                                          const std::vector<int64_t>& counts) {
+  return shm_ ? shm_all_gather_schedule(shm_, input, output, counts)
+              : all_gather_schedule(rank_, size(), input, output, counts);
+}
+
+Schedule MpiProcessGroup::scatter_schedule(dist::Buffer input, dist::Buffer output,
+                                           const std::vector<int64_t>& counts, dist::ReduceOp op) {
+  ScratchPool& scratch = engine_->scratch();
+  return shm_ ? shm_reduce_scatter_schedule(shm_, input, output, counts, op, scratch)
+              : reduce_scatter_schedule(rank_, size(), input, output, counts, op, scratch);
+}
+
 void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                     dist::Buffer output, std::vector<int64_t> counts) {
-  submit_collective(std::move(work),
-                    shm_ ? shm_all_gather_schedule(shm_, input, output, counts)
-                         : all_gather_schedule(rank_, size(), input, output, counts));
+  submit_collective(std::move(work), gather_schedule(input, output, counts));
 }
 
 void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                         dist::Buffer output, std::vector<int64_t> counts,
                                         dist::ReduceOp op) {
-  ScratchPool& scratch = engine_->scratch();
-  submit_collective(
-      std::move(work),
-      shm_ ? shm_reduce_scatter_schedule(shm_, input, output, counts, op, scratch)
-           : reduce_scatter_schedule(rank_, size(), input, output, counts, op, scratch));
+  submit_collective(std::move(work), scatter_schedule(input, output, counts, op));
 }
 
+// Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
 void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
                                     dist::ReduceOp op) {
-  ScratchPool& scratch = engine_->scratch();
-  submit_collective(std::move(work), shm_ ? shm_all_reduce_schedule(shm_, tensor, op, scratch)
-                                          : all_reduce_schedule(rank_, size(), tensor, op, scratch));
+  const auto counts = even_counts(tensor.numel, size());
+  const auto offsets = byte_offsets(counts, tensor.dtype);
+  const dist::Buffer own{byte_at(tensor.data, offsets[rank_]), counts[rank_], tensor.dtype};
+  Schedule schedule = scatter_schedule(tensor, own, counts, op);
+  schedule.append(gather_schedule(own, tensor, counts));
+  submit_collective(std::move(work), std::move(schedule));
 }
 
 void MpiProcessGroup::do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor,

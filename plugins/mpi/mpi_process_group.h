@@ -46,6 +46,10 @@ class MpiProcessGroup final : public dist::ProcessGroup {
 
  private:
   void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule);
+  // The schedules over this group's transport: the shared-memory channel, or MPI messages.
+  Schedule gather_schedule(dist::Buffer input, dist::Buffer output, const std::vector<int64_t>& counts);
+  Schedule scatter_schedule(dist::Buffer input, dist::Buffer output,
+                            const std::vector<int64_t>& counts, dist::ReduceOp op);
   void submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag);
 
   std::shared_ptr<CommEngine> engine_;  // shared by all groups; the last one finalizes MPI

@@ -143,16 +143,6 @@ Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::B
   return s;
 }
 
-Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op,
-                             ScratchPool& scratch) {
-  const auto counts = even_counts(tensor.numel, size);
-  const auto offsets = byte_offsets(counts, tensor.dtype);
-  // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
-  dist::Buffer own{byte_at(tensor.data, offsets[rank]), counts[rank], tensor.dtype};
-  Schedule s = reduce_scatter_schedule(rank, size, tensor, own, counts, op, scratch);
-  s.append(all_gather_schedule(rank, size, own, tensor, counts));
-  return s;
-}
 Schedule broadcast_schedule(int rank, int size, dist::Buffer tensor, int root) {
   Schedule s;
   Round round;

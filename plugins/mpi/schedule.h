@@ -11,7 +11,8 @@
 //    the end, not once per hop as a ring would). reduce_scatter moves each step in segments
 //    that fit in L2, so the received segment is summed while still in cache; all of a step's
 //    sends are posted at once (detached), so each segment costs no round trip to the peer.
-//  - all_reduce: reduce_scatter then all_gather on near-equal chunks, in place.
+//  - all_reduce: reduce_scatter then all_gather on near-equal chunks, in place (composed by
+//    MpiProcessGroup over whichever transport the group uses).
 //  - broadcast: the root sends to every rank in one round (groups here are small).
 //  - barrier: dissemination, ceil(log2 p) rounds of empty messages.
 // Groups whose ranks share a node use the shared-memory schedules of shm_schedule.h instead.
@@ -56,8 +57,6 @@ Schedule all_gather_schedule(int rank, int size, dist::Buffer input, dist::Buffe
 Schedule reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
                                  const std::vector<int64_t>& counts, dist::ReduceOp op,
                                  ScratchPool& scratch);
-Schedule all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op,
-                             ScratchPool& scratch);
 Schedule broadcast_schedule(int rank, int size, dist::Buffer tensor, int root);
 Schedule barrier_schedule(int rank, int size);
 

@@ -137,20 +137,6 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
   return s;
 }
 
-Schedule shm_all_reduce_schedule(Channel channel, dist::Buffer tensor, dist::ReduceOp op,
-                                 ScratchPool& scratch) {
-  const int me = channel->rank();
-  const auto counts = even_counts(tensor.numel, channel->size());
-  int64_t begin = 0;
-  for (int r = 0; r < me; ++r) begin += counts[r];
-  // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
-  dist::Buffer own{byte_at(tensor.data, static_cast<size_t>(begin) * dtype_size(tensor.dtype)),
-                   counts[me], tensor.dtype};
-  Schedule s = shm_reduce_scatter_schedule(channel, tensor, own, counts, op, scratch);
-  s.append(shm_all_gather_schedule(std::move(channel), own, tensor, counts));
-  return s;
-}
-
 Schedule shm_broadcast_schedule(Channel channel, dist::Buffer tensor, int root) {
   const size_t piece = channel->buffer_bytes(), total = tensor.nbytes();
   char* data = static_cast<char*>(tensor.data);

@@ -23,8 +23,6 @@ Schedule shm_all_gather_schedule(std::shared_ptr<ShmChannel> channel, dist::Buff
 Schedule shm_reduce_scatter_schedule(std::shared_ptr<ShmChannel> channel, dist::Buffer input,
                                      dist::Buffer output, const std::vector<int64_t>& counts,
                                      dist::ReduceOp op, ScratchPool& scratch);
-Schedule shm_all_reduce_schedule(std::shared_ptr<ShmChannel> channel, dist::Buffer tensor,
-                                 dist::ReduceOp op, ScratchPool& scratch);
 Schedule shm_broadcast_schedule(std::shared_ptr<ShmChannel> channel, dist::Buffer tensor,
                                 int root);
 Schedule shm_barrier_schedule(std::shared_ptr<ShmChannel> channel);
