@@ -127,17 +127,10 @@ char* ShmChannel::buffer(int r, uint64_t step) const {
   return static_cast<char*>(base_) + header + index * buffer_bytes_;
 }
 
-std::vector<int> ShmChannel::not_published(uint64_t steps) const {
+std::vector<int> ShmChannel::behind(std::atomic<uint64_t> Counters::*counter, uint64_t steps) const {
   std::vector<int> late;
   for (int r = 0; r < size_; ++r)
-    if (r != rank_ && published(r) < steps) late.push_back(r);
-  return late;
-}
-
-std::vector<int> ShmChannel::not_consumed(uint64_t steps) const {
-  std::vector<int> late;
-  for (int r = 0; r < size_; ++r)
-    if (r != rank_ && consumed(r) < steps) late.push_back(r);
+    if (r != rank_ && (counters(r).*counter).load(std::memory_order_acquire) < steps) late.push_back(r);
   return late;
 }
 

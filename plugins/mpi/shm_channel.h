@@ -7,10 +7,10 @@
 // Steps are numbered across all collectives of the group, which every rank issues in the same
 // order with the same step counts, so the counters never need resetting.
 //
-// Why: OpenMPI's shared-memory transport moved large buffers at 0.3-0.67x memcpy on this
-// machine. Collectives over the channel (shm_schedule.h) stage each step's piece through a
-// buffer small enough to stay in cache between writer and readers, so a byte costs about one
-// memory read and one write.
+// Why: over MPI messages, reduce_scatter of large buffers reached only ~0.5x memcpy (the
+// numbers are in docs/launch.md). Collectives over the channel (shm_schedule.h) stage each
+// step's piece through a buffer small enough to stay in cache between writer and readers, so a
+// byte costs about one memory read and one write.
 //
 // The segment is created by the group's rank 0, mapped by the others and unlinked as soon as
 // every rank has mapped it, so nothing is left in /dev/shm when a job dies.
@@ -42,14 +42,12 @@ class ShmChannel {
   size_t buffer_bytes() const { return buffer_bytes_; }
   char* buffer(int r, uint64_t step) const;
 
-  uint64_t published(int r) const { return counters(r).published.load(std::memory_order_acquire); }
-  uint64_t consumed(int r) const { return counters(r).consumed.load(std::memory_order_acquire); }
   void publish(uint64_t steps) { counters(rank_).published.store(steps, std::memory_order_release); }
   void consume(uint64_t steps) { counters(rank_).consumed.store(steps, std::memory_order_release); }
 
   // The peers (group ranks) that have not yet published `steps` steps / consumed `steps` steps.
-  std::vector<int> not_published(uint64_t steps) const;
-  std::vector<int> not_consumed(uint64_t steps) const;
+  std::vector<int> not_published(uint64_t steps) const { return behind(&Counters::published, steps); }
+  std::vector<int> not_consumed(uint64_t steps) const { return behind(&Counters::consumed, steps); }
 
   // Reserves `count` steps for a collective that is starting; returns the first.
   uint64_t reserve_steps(uint64_t count) {
@@ -67,6 +65,7 @@ class ShmChannel {
 
   ShmChannel(int rank, int size, size_t buffer_bytes, void* base, size_t mapped_bytes);
   Counters& counters(int r) const { return static_cast<Counters*>(base_)[r]; }
+  std::vector<int> behind(std::atomic<uint64_t> Counters::*counter, uint64_t steps) const;
 
   int rank_, size_;
   size_t buffer_bytes_;

@@ -71,7 +71,7 @@ class BlockCache {
     return cached_;
   }
 
- // Ranks sharing this node's memory; the default capacity is half the physical memory over them.
+  // Ranks sharing this node's memory; the default capacity is half the physical memory over them.
   void share_among(int local_ranks) {
     const int64_t capacity = capacity_for(local_ranks);
     std::lock_guard lock(mu_);

@@ -107,6 +107,12 @@ double validation_loss(models::CausalLM& model, const data::DataLoader& val, int
   return n ? total / static_cast<double>(n) : NAN;
 }
 
+std::unordered_map<int32_t, int64_t> token_counts(std::span<const int32_t> tokens) {
+  std::unordered_map<int32_t, int64_t> counts;
+  for (int32_t t : tokens) ++counts[t];
+  return counts;
+}
+
 std::string format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
   char buf[160];
   std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
@@ -210,8 +216,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
 }  // namespace
 
 double unigram_entropy(std::span<const int32_t> tokens) {
-  std::unordered_map<int32_t, int64_t> counts;
-  for (int32_t t : tokens) ++counts[t];
+  const auto counts = token_counts(tokens);
   const double n = static_cast<double>(tokens.size());
   double h = 0;
   for (const auto& [token, count] : counts) {
@@ -223,8 +228,7 @@ double unigram_entropy(std::span<const int32_t> tokens) {
 
 double unigram_cross_entropy(std::span<const int32_t> fit, std::span<const int32_t> score,
                              int64_t vocab_size) {
-  std::unordered_map<int32_t, int64_t> counts;
-  for (int32_t t : fit) ++counts[t];
+  const auto counts = token_counts(fit);
   const double total = static_cast<double>(fit.size()) + static_cast<double>(vocab_size);
   double loss = 0;
   for (int32_t t : score) {
