@@ -1,7 +1,7 @@
 // bench_collectives: algorithm bandwidth (bytes of the full buffer / time) of acc's all_gather,
 // reduce_scatter and all_reduce over the mpi plugin, next to memcpy bandwidth (bytes copied /
 // time) and OpenMPI's own MPI_Allgather / MPI_Reduce_scatter_block / MPI_Allreduce, all in the
-// same run. Run: mpirun -np 2 build/bin/bench_collectives [json path]
+// same run. Run: mpirun -np 2 build/bin/bench_collectives [json path [min bytes [max bytes]]]
 // The built-ins run from the main thread while acc's comm thread is idle, so MPI is
 // initialised here with MPI_THREAD_SERIALIZED before acc::init (the plugin then reuses it).
 #include <mpi.h>
@@ -60,11 +60,12 @@ int main(int argc, char** argv) {
   const std::string json_path = argc > 1 ? argv[1] : ACC_SOURCE_DIR "/bench/results/collectives.json";
 
   const size_t min_bytes = argc > 2 ? std::stoull(argv[2]) : 0;
+  const size_t max_bytes = argc > 3 ? std::stoull(argv[3]) : SIZE_MAX;
   std::vector<Row> rows;
   const size_t kib = 1024, mib = kib * kib;
   for (size_t bytes : {kib, 4 * kib, 16 * kib, 64 * kib, 256 * kib, mib, 4 * mib, 8 * mib,
                        16 * mib, 64 * mib, 256 * mib, 512 * mib}) {
-    if (bytes < min_bytes) continue;
+    if (bytes < min_bytes || bytes > max_bytes) continue;
     const int64_t n = static_cast<int64_t>(bytes / 4 / p) * p;  // f32 elements, divisible by p
     const size_t full = static_cast<size_t>(n) * 4;
     auto gbps = [&](double seconds) { return full / seconds / 1e9; };
