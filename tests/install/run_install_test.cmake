@@ -8,7 +8,12 @@ function(run)
   message("${out}")
 endfunction()
 run(${CMAKE_COMMAND} --install ${ACC_BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+# A sanitized libacc needs its runtime loaded first, so the consumer is built with it too.
+set(sanitize_flags "")
+if(ACC_SANITIZE)
+  set(sanitize_flags -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined)
+endif()
 run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -G Ninja
-    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release ${sanitize_flags})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)

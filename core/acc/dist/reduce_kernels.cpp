@@ -48,6 +48,7 @@ void copy_streaming(void* dst_v, const void* src_v, size_t bytes) {
 }
 
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
+  if (n == 0) return;  // empty buffers may be null, which memcpy must not get
   if (dtype == DType::bf16)
     acc::kernels::bf16_to_f32(static_cast<const bfloat16*>(src), static_cast<float*>(acc), n);
   else
@@ -55,6 +56,7 @@ void load_accumulator(void* acc, const void* src, DType dtype, int64_t n) {
 }
 
 void add_to_accumulator(void* acc_v, const void* src_v, DType dtype, int64_t n) {
+  if (n == 0) return;  // empty buffers may be null, which memcpy must not get
   switch (dtype) {
     case DType::f32: {  // plain loop: GCC emits 8-wide vaddps at -O3 -march=x86-64-v3
       float* acc = static_cast<float*>(acc_v);
@@ -86,6 +88,7 @@ void add_to_accumulator(void* acc_v, const void* src_v, DType dtype, int64_t n) 
 }
 
 void sum_to_accumulator(void* acc_v, const void* a_v, const void* b_v, DType dtype, int64_t n) {
+  if (n == 0) return;  // empty buffers may be null, which memcpy must not get
   switch (dtype) {
     case DType::f32: {
       float* acc = static_cast<float*>(acc_v);
@@ -113,6 +116,7 @@ void sum_to_accumulator(void* acc_v, const void* a_v, const void* b_v, DType dty
 }
 
 void store_accumulator(void* acc_v, void* dst, DType dtype, int64_t n, float scale) {
+  if (n == 0) return;  // empty buffers may be null, which memcpy must not get
   check_scale(dtype, scale);
   if (is_floating(dtype) && scale != 1.f) {
     float* acc = static_cast<float*>(acc_v);

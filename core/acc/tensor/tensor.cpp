@@ -61,7 +61,8 @@ Tensor from_values(const std::vector<T>& values, const Shape& shape, const char*
   ACC_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), op, ": ", values.size(),
             " values do not fill shape ", shape_str(shape));
   Tensor t = Tensor::empty(shape, dtype_of<T>::value);
-  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
+  if (!values.empty())  // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
   return t;
 }
 
