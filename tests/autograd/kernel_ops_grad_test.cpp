@@ -9,7 +9,9 @@
 #include "acc/ops/conv.h"
 #include "acc/ops/embedding.h"
 #include "acc/ops/loss.h"
+#include "acc/ops/matmul.h"
 #include "acc/ops/norm.h"
+#include "acc/ops/shape.h"
 #include "gradcheck.h"
 #include "support/test_support.h"
 
@@ -89,6 +91,20 @@ TEST(LossOps, CrossEntropyValueIgnoreAndGradient) {
   Tensor t2 = Tensor::from_vector_i32({0, 5, 2, 4, 1}, {5});
   EXPECT_TRUE(gradcheck([&](const V& v) { return ops::cross_entropy(v[0], t2); }, random_leaves({{5, 7}}, 11)));
   EXPECT_THROW(ops::cross_entropy(Tensor::zeros({3, 4}), Tensor::from_vector_i32({0, 1}, {2})), Error);
+}
+
+// A bf16 product rounds dlogits to bf16 in its backward anyway, so a loss that writes them in
+// bf16 (grad_dtype) must give every upstream gradient bit for bit, ignored rows included.
+TEST(LossOps, Bf16LogitGradientLeavesABf16HeadsGradientsUnchanged) {
+  const Tensor targets = Tensor::from_vector_i32({3, -100, 36, 0, 17, 5}, {6});
+  auto gradients = [&](DType grad_dtype) {
+    V leaves = random_leaves({{6, 16}, {37, 16}}, 21);  // x, head weight
+    const Tensor logits = ops::linear(leaves[0], ops::cast(leaves[1], DType::bf16));
+    ops::cross_entropy(logits, targets, -100, grad_dtype).backward();
+    return std::vector<std::vector<float>>{leaves[0].grad().to_vector(), leaves[1].grad().to_vector()};
+  };
+  EXPECT_EQ(gradients(DType::bf16), gradients(DType::f32));
+  EXPECT_THROW(ops::cross_entropy(Tensor::zeros({6, 37}), targets, -100, DType::i32), Error);
 }
 
 TEST(AttentionOps, CausalAttentionGqaGradients) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "acc/kernels/convert.h"
 #include "acc/util/error.h"
 #include "support/test_support.h"
 
@@ -65,6 +66,15 @@ TEST(CrossEntropy, ForwardAndBackwardMatchReference) {
     cross_entropy_bwd(inplace.data(), targets.data(), lse.data(), dloss.data(), inplace.data(), c.N,
                       c.V);
     EXPECT_EQ(inplace, grad) << "in-place N=" << c.N << " V=" << c.V;
+
+    // In bf16: exactly the f32 gradient rounded, ignored rows included.
+    std::vector<bfloat16> half(c.N * c.V, bfloat16{0x7fc0}), rounded(c.N * c.V);
+    cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), half.data(), c.N, c.V);
+    ref::f32_to_bf16(grad.data(), rounded.data(), c.N * c.V);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < c.N * c.V; ++i) differ += half[i].bits != rounded[i].bits;
+    EXPECT_EQ(differ, 0) << "bf16 gradient elements that are not the rounded f32 ones, N=" << c.N
+                         << " V=" << c.V;
   }
 }
 

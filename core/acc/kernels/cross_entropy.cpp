@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "acc/kernels/convert.h"
 #include "acc/kernels/detail/avx2_math.h"
 #include "acc/kernels/detail/avx512_math.h"
 #include "acc/kernels/detail/isa.h"
@@ -103,6 +104,16 @@ int64_t count_and_check_targets(const char* op, const int32_t* targets, int64_t 
   return kept;
 }
 
+using RowGrad = void (*)(const float* x, float* dx, int64_t n, float g, float lse);
+
+// dx = dloss * (softmax(x) - onehot(target)) over n elements of a row (all or a piece of it);
+// target < 0: the target is not among them.
+void dlogits_piece(RowGrad row_grad, const float* x, float* dx, int64_t n, int64_t target,
+                   float dloss, float lse) {
+  row_grad(x, dx, n, dloss, lse);
+  if (target >= 0) dx[target] -= dloss;
+}
+
 }  // namespace
 
 int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* losses, float* lse,
@@ -123,18 +134,39 @@ void cross_entropy_bwd(const float* logits, const int32_t* targets, const float*
                        const float* dloss, float* dlogits, int64_t N, int64_t V,
                        int32_t ignore_index) {
   count_and_check_targets("cross_entropy_bwd", targets, N, V, ignore_index);
-  const auto row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
+  const RowGrad row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
   detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      // Element-wise read-then-write of the same index, so dlogits may alias logits.
-      const float* x = logits + i * V;
+    for (int64_t i = begin; i < end; ++i) {  // element-wise per row, so dlogits may alias logits
       float* dx = dlogits + i * V;
-      if (targets[i] == ignore_index) {
+      if (targets[i] == ignore_index)
         std::fill(dx, dx + V, 0.f);
-        continue;
+      else
+        dlogits_piece(row_grad, logits + i * V, dx, V, targets[i], dloss[i], lse[i]);
+    }
+  });
+}
+
+void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
+                       const float* dloss, bfloat16* dlogits, int64_t N, int64_t V,
+                       int32_t ignore_index) {
+  count_and_check_targets("cross_entropy_bwd", targets, N, V, ignore_index);
+  const RowGrad row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
+  // Each row is made in f32 a piece at a time in an L1-sized buffer, then rounded: the same
+  // element-wise arithmetic as the f32 gradient, so the same bits once rounded.
+  constexpr int64_t kPiece = 512;
+  detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
+    alignas(64) float piece[kPiece];
+    for (int64_t i = begin; i < end; ++i) {
+      const int32_t target = targets[i];
+      for (int64_t j = 0; j < V; j += kPiece) {
+        const int64_t n = std::min(kPiece, V - j);
+        if (target == ignore_index)
+          std::fill(piece, piece + n, 0.f);
+        else
+          dlogits_piece(row_grad, logits + i * V + j, piece, n,
+                        target >= j && target < j + n ? target - j : -1, dloss[i], lse[i]);
+        f32_to_bf16(piece, dlogits + i * V + j, n);
       }
-      row_grad(x, dx, V, dloss[i], lse[i]);
-      dx[targets[i]] -= dloss[i];
     }
   });
 }

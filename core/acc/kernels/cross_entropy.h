@@ -4,6 +4,8 @@
 // contribute no loss and get a zero gradient.
 #include <cstdint>
 
+#include "acc/tensor/dtype.h"
+
 namespace acc::kernels {
 
 // losses[i] = lse_i - logits[i, target_i] (0 for ignored rows); lse is saved for backward.
@@ -15,6 +17,11 @@ int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* lo
 // dlogits may alias logits (in-place, saves N*V floats).
 void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
                        const float* dloss, float* dlogits, int64_t N, int64_t V,
+                       int32_t ignore_index = -100);
+// The same gradient rounded to bf16 (exactly as f32_to_bf16 of the f32 one), written without
+// an f32 [N, V] buffer: for logits whose producer computes in bf16 and would round it anyway.
+void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
+                       const float* dloss, bfloat16* dlogits, int64_t N, int64_t V,
                        int32_t ignore_index = -100);
 
 namespace ref {

@@ -25,8 +25,9 @@ ModelOutput CausalLM::forward(const data::Batch& batch) {
               labels.describe(), " must have the shape of input_ids ",
               batch["input_ids"].describe());
     const int64_t rows = labels.numel();
+    // In bf16 compute the head's backward rounds dlogits to bf16: have the loss write them so.
     out.loss = ops::cross_entropy(ops::reshape(out.logits, {rows, vocab_size()}),
-                                  labels.view({rows}));
+                                  labels.view({rows}), -100, bf16_ ? DType::bf16 : DType::f32);
   }
   return out;
 }

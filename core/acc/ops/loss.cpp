@@ -7,7 +7,8 @@
 
 namespace acc::ops {
 
-Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t ignore_index) {
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t ignore_index,
+                     DType grad_dtype) {
   ACC_PROFILE("cross_entropy");
   detail::check_defined(logits_in, "cross_entropy", "logits");
   detail::check_defined(targets_in, "cross_entropy", "targets");
@@ -15,6 +16,8 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t 
                 (targets_in.dtype() == DType::i32 || targets_in.dtype() == DType::i64),
             "cross_entropy: expected logits [N, V] and integer targets [N], got logits ",
             logits_in.describe(), " and targets ", targets_in.describe());
+  ACC_CHECK(is_floating(grad_dtype), "cross_entropy: grad_dtype must be f32 or bf16, got ",
+            dtype_name(grad_dtype));
   Tensor logits = detail::as_f32(logits_in, "cross_entropy").detach();
   Tensor targets = targets_in.dtype() == DType::i32 ? targets_in.detach() : targets_in.to(DType::i32);
   const int64_t N = logits.size(0), V = logits.size(1);
@@ -32,10 +35,15 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t 
                      if (counted == 0) return std::vector<Tensor>{Tensor()};  // nothing counted
                      Tensor dloss = detail::new_output({N});
                      dloss.fill_(static_cast<double>(g.item()) / static_cast<double>(counted));
-                     Tensor dlogits = detail::new_output({N, V});
-                     kernels::cross_entropy_bwd(logits.data<float>(), targets.data<int32_t>(),
-                                                lse.data<float>(), dloss.data<float>(),
-                                                dlogits.data<float>(), N, V, ignore_index);
+                     Tensor dlogits = detail::new_output({N, V}, grad_dtype);
+                     if (grad_dtype == DType::bf16)
+                       kernels::cross_entropy_bwd(logits.data<float>(), targets.data<int32_t>(),
+                                                  lse.data<float>(), dloss.data<float>(),
+                                                  dlogits.data<bfloat16>(), N, V, ignore_index);
+                     else
+                       kernels::cross_entropy_bwd(logits.data<float>(), targets.data<int32_t>(),
+                                                  lse.data<float>(), dloss.data<float>(),
+                                                  dlogits.data<float>(), N, V, ignore_index);
                      return std::vector<Tensor>{dlogits};
                    });
   return out;

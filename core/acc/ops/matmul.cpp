@@ -117,7 +117,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
     Tensor g2 = in_dtype(g, dtype).view({rows, out_features});
     auto grads = product_grads(x, w, false, true, g2, need_x, need_w);
     Tensor dx = need_x ? grads[0].view(x_shape) : Tensor();
-    Tensor db = need_b ? detail::sum_leading(g, rows, out_features) : Tensor();
+    Tensor db = need_b ? detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features)
+                       : Tensor();
     return std::vector<Tensor>{dx, grads[1], db};
   });
   return out;
