@@ -27,7 +27,7 @@ ModelOutput CausalLM::forward(const data::Batch& batch) {
     const int64_t rows = labels.numel();
     // In bf16 compute the head's backward rounds dlogits to bf16: have the loss write them so.
     out.loss = ops::cross_entropy(ops::reshape(out.logits, {rows, vocab_size()}),
-                                  labels.view({rows}), -100, bf16_ ? DType::bf16 : DType::f32);
+                                  labels.view({rows}), ops::kIgnoreIndex, bf16_ ? DType::bf16 : DType::f32);
   }
   return out;
 }

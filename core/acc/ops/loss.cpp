@@ -36,14 +36,15 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t 
                      Tensor dloss = detail::new_output({N});
                      dloss.fill_(static_cast<double>(g.item()) / static_cast<double>(counted));
                      Tensor dlogits = detail::new_output({N, V}, grad_dtype);
+                     auto backward = [&](auto* out) {  // the kernel's f32 or bf16 overload
+                       kernels::cross_entropy_bwd(logits.data<float>(), targets.data<int32_t>(),
+                                                  lse.data<float>(), dloss.data<float>(), out, N,
+                                                  V, ignore_index);
+                     };
                      if (grad_dtype == DType::bf16)
-                       kernels::cross_entropy_bwd(logits.data<float>(), targets.data<int32_t>(),
-                                                  lse.data<float>(), dloss.data<float>(),
-                                                  dlogits.data<bfloat16>(), N, V, ignore_index);
+                       backward(dlogits.data<bfloat16>());
                      else
-                       kernels::cross_entropy_bwd(logits.data<float>(), targets.data<int32_t>(),
-                                                  lse.data<float>(), dloss.data<float>(),
-                                                  dlogits.data<float>(), N, V, ignore_index);
+                       backward(dlogits.data<float>());
                      return std::vector<Tensor>{dlogits};
                    });
   return out;
