@@ -113,7 +113,7 @@ TEST(Module, CallWrapperRunsAroundHooksAndForward) {
   for (auto& [name, mod] : m.named_modules()) {
     if (mod->type_name() != "Block") continue;
     mod->register_forward_pre_hook([&calls, n = name](nn::Module&, const Tensor&) { calls.push_back("pre " + n); });
-    mod->set_call_wrapper([&calls, n = name](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+    mod->add_call_wrapper([&calls, n = name](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
       calls.push_back("gather " + n);
       Tensor out = autograd::checkpoint(inner, x);  // what a strategy with checkpointing does
       calls.push_back("free " + n);
@@ -128,6 +128,29 @@ TEST(Module, CallWrapperRunsAroundHooksAndForward) {
   loss.backward();  // recomputation goes through the inner call again (the hooks, not the wrapper)
   EXPECT_EQ(calls, (std::vector<std::string>{"pre h.1", "pre h.0"}));
   for (auto& [name, p] : m.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+}
+
+TEST(Module, CallWrappersComposeFirstAddedOutermostAndHandlesRemoveThem) {
+  nn::Linear lin(2, 2);
+  std::vector<std::string> calls;
+  auto wrapper = [&calls](std::string name) {
+    return [&calls, name](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+      calls.push_back(name + " in");
+      Tensor y = inner(x);
+      calls.push_back(name + " out");
+      return y;
+    };
+  };
+  auto outer = lin.add_call_wrapper(wrapper("fsdp"));
+  auto inner = lin.add_call_wrapper(wrapper("tp"));
+  lin(Tensor::zeros({1, 2}));
+  EXPECT_EQ(calls, (std::vector<std::string>{"fsdp in", "tp in", "tp out", "fsdp out"}));
+  calls.clear();
+  outer.remove();
+  lin(Tensor::zeros({1, 2}));
+  EXPECT_EQ(calls, (std::vector<std::string>{"tp in", "tp out"}));
+  inner.remove();
+  EXPECT_FALSE(lin.has_call_wrapper());
 }
 
 TEST(Module, SetParameterSwapsInAViewOfAFlatBuffer) {

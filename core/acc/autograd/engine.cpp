@@ -157,6 +157,8 @@ std::vector<Tensor> grad(const Tensor& root, const Tensor& seed, const std::vect
   return out;
 }
 
+bool in_backward() { return t_pass.depth > 0; }
+
 void queue_callback(std::function<void()> fn) {
   ACC_CHECK(t_pass.depth > 0, "queue_callback: no backward pass is running on this thread");
   t_pass.callbacks.push_back(std::move(fn));

@@ -23,6 +23,10 @@ std::vector<Tensor> grad(const Tensor& root, const Tensor& seed, const std::vect
 // wait for the last gradient reduction). Throws when no backward is running.
 void queue_callback(std::function<void()> fn);
 
+// True while a backward pass runs on this thread: a call boundary reached now is a
+// recomputation (activation checkpointing), not a first forward.
+bool in_backward();
+
 // fn(leaf) runs after a backward pass has updated leaf.grad(); this is where a sharding
 // strategy reduce-scatters a gradient as soon as it is complete.
 HookHandle register_post_accumulate_hook(const Tensor& leaf, PostAccumulateHook fn);

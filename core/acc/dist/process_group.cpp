@@ -45,10 +45,12 @@ std::string ProcessGroup::describe() const {
   return os.str();
 }
 
-std::shared_ptr<Work> ProcessGroup::new_work(const char* op) {
+std::shared_ptr<Work> ProcessGroup::new_work(const char* op, std::vector<Tensor> buffers) {
   std::ostringstream os;
   os << op << " #" << next_seq_++ << " on " << describe();
-  return std::make_shared<Work>(os.str());
+  auto work = std::make_shared<Work>(os.str());
+  work->hold(std::move(buffers));
+  return work;
 }
 
 std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& input, const Tensor& output) {
@@ -75,7 +77,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, cons
             input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
             " on rank ", rank(), "; expected input numel ", counts[rank()],
             " and output numel ", total);
-  auto work = new_work(op);
+  auto work = new_work(op, {input, output});
   do_all_gather(work, buffer_of(input), buffer_of(output), counts);
   return work;
 }
@@ -108,7 +110,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
-  auto work = new_work(op);
+  auto work = new_work(op, {input, output});
   do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
   return work;
 }
@@ -116,7 +118,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
 std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp rop) {
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
-  auto work = new_work("all_reduce");
+  auto work = new_work("all_reduce", {tensor});
   do_all_reduce(work, buffer_of(tensor), rop);
   return work;
 }
@@ -125,7 +127,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& tensor, int ro
   check_defined("broadcast", "", tensor);
   ACC_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
             describe(), "; expected 0 <= root < ", size());
-  auto work = new_work("broadcast");
+  auto work = new_work("broadcast", {tensor});
   do_broadcast(work, buffer_of(tensor), root);
   return work;
 }
@@ -143,6 +145,7 @@ std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& tensor, int peer, i
   ACC_CHECK(tag >= 0, "send: tag ", tag, " is negative; expected tag >= 0");
   auto work = std::make_shared<Work>(detail::concat("send to rank ", peer, " (tag ", tag, ", ",
                                                     tensor.describe(), ") on ", describe()));
+  work->hold({tensor});
   do_send(work, buffer_of(tensor), peer, tag);
   return work;
 }
@@ -155,6 +158,7 @@ std::shared_ptr<Work> ProcessGroup::recv_async(const Tensor& tensor, int peer, i
   auto work = std::make_shared<Work>(detail::concat("recv from rank ", peer, " (tag ", tag,
                                                     ", ", tensor.describe(), ") on ",
                                                     describe()));
+  work->hold({tensor});
   do_recv(work, buffer_of(tensor), peer, tag);
   return work;
 }

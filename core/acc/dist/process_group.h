@@ -8,6 +8,7 @@
 // count of every rank's chunk (chunk i lives at offset counts[0] + ... + counts[i-1]).
 //
 // Every call is asynchronous underneath: *_async returns a Work, the plain call waits on it.
+// The Work keeps the tensors it reads and writes alive until it has completed.
 // All ranks of a group must issue the group's collectives in the same order. Every collective
 // has a sequence number per group, used in error messages. The public methods check their
 // arguments (naming op, shapes, dtypes) and hand raw buffers to the backend's do_* hooks.
@@ -115,7 +116,8 @@ class ProcessGroup {
   virtual std::shared_ptr<ProcessGroup> do_split(int color, int key, std::string name) = 0;
 
  private:
-  std::shared_ptr<Work> new_work(const char* op);
+  // The work of one collective, holding `buffers` until it has completed (see Work::hold).
+  std::shared_ptr<Work> new_work(const char* op, std::vector<Tensor> buffers = {});
 
   std::string name_;
   std::vector<int> world_ranks_;

@@ -19,6 +19,12 @@ void Work::wait(std::optional<std::chrono::duration<double>> timeout) {
     cv_.wait(lock, [&] { return done_; });
   }
   if (!error_.empty()) throw Error(error_);
+  held_.clear();
+}
+
+void Work::hold(std::vector<Tensor> tensors) {
+  std::lock_guard lock(mutex_);
+  for (auto& t : tensors) held_.push_back(std::move(t));
 }
 
 void Work::mark_done() {

@@ -8,6 +8,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "acc/tensor/tensor.h"
 
 namespace acc::dist {
 
@@ -25,6 +28,11 @@ class Work {
   // which enforces ACC_COMM_TIMEOUT on its own).
   void wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt);
 
+  // Keeps the tensors a backend reads or writes alive until wait() has seen the work finish, or
+  // until the work itself goes (the backend holds it until it is done). A caller may therefore
+  // drop its handles to a buffer right after issuing the collective.
+  void hold(std::vector<Tensor> tensors);
+
   // Backend side: exactly one of these is called, once.
   void mark_done();
   void mark_failed(std::string message);
@@ -38,6 +46,7 @@ class Work {
   std::condition_variable cv_;
   bool done_ = false;
   std::string error_;  // non-empty once failed
+  std::vector<Tensor> held_;
 };
 
 }  // namespace acc::dist

@@ -22,7 +22,18 @@ Tensor Module::operator()(const Tensor& x) {
       if (Tensor replaced = hook(*this, input, output); replaced.defined()) output = replaced;
     return output;
   };
-  return wrapper_ ? wrapper_(*this, x, inner) : inner(x);
+  const auto wrappers = wrappers_.snapshot();
+  // Wrap from the innermost (last added) outwards.
+  for (auto it = wrappers.rbegin(); it != wrappers.rend(); ++it)
+    inner = [this, wrapper = *it, next = std::move(inner)](const Tensor& input) {
+      return wrapper(*this, input, next);
+    };
+  return inner(x);
+}
+
+HookHandle Module::add_call_wrapper(CallWrapper wrapper) {
+  ACC_CHECK(wrapper, type_name_, ": add_call_wrapper needs a callable");
+  return wrappers_.add(std::move(wrapper));
 }
 
 Tensor Module::forward(const Tensor&) {

@@ -1,7 +1,7 @@
 #pragma once
 // nn::Module: named parameters and children, a type name for wrap policies, train/eval mode,
 // and a call boundary that sharding strategies hook without the model knowing:
-//   operator()(x) = call_wrapper(x, [pre-forward hooks; forward(x); post-forward hooks])
+//   operator()(x) = wrapper_1(x, wrapper_2(..., [pre-forward hooks; forward(x); post-forward hooks]))
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,9 +38,11 @@ class Module {
   using CallWrapper = std::function<Tensor(Module&, const Tensor& input, const Inner& inner)>;
   HookHandle register_forward_pre_hook(PreForwardHook hook);
   HookHandle register_forward_hook(PostForwardHook hook);
-  // Runs around the whole call (hooks included); replaces any previous wrapper; null removes.
-  void set_call_wrapper(CallWrapper wrapper) { wrapper_ = std::move(wrapper); }
-  bool has_call_wrapper() const { return wrapper_ != nullptr; }
+  // Runs around the whole call (hooks included). Wrappers compose: the first added is the
+  // outermost, so several strategies (sharding, tensor parallel, checkpointing) can each hook
+  // the same module; the handle removes this one.
+  HookHandle add_call_wrapper(CallWrapper wrapper);
+  bool has_call_wrapper() const { return !wrappers_.empty(); }
 
   // --- parameters and children ---
   // Marks t as a leaf that requires grad and keeps it under `name` (no dots).
@@ -56,7 +58,8 @@ class Module {
 
   // Fully qualified dotted names in registration order, own parameters before children's. A
   // tensor registered in several places (tied weights) is listed once, under its first name.
-  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  // Virtual: a sharded model lists this rank's shards under the original names instead.
+  virtual std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;
   // Every module with its qualified name; this module first, as "".
   std::vector<std::pair<std::string, Module*>> named_modules();
@@ -92,7 +95,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   autograd::HookList<PreForwardHook> pre_hooks_;
   autograd::HookList<PostForwardHook> post_hooks_;
-  CallWrapper wrapper_;
+  autograd::HookList<CallWrapper> wrappers_;
 };
 
 }  // namespace acc::nn

@@ -254,6 +254,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim_in) {
 Tensor cast(const Tensor& x, DType dtype) {
   ACC_PROFILE("cast");
   detail::check_defined(x, "cast", "input");
+  if (x.dtype() == dtype) return x;  // already there: no copy (e.g. parameters gathered in bf16)
   Tensor out;
   {
     memory::CategoryScope scope(memory::Category::activations);

@@ -26,7 +26,22 @@ int64_t shape_numel(const Shape& shape) {
 Storage::Storage(size_t nbytes, memory::Category category)
     : data_(memory::allocate(nbytes, category)), nbytes_(nbytes), category_(category) {}
 
-Storage::~Storage() { memory::deallocate(data_, nbytes_, category_); }
+Storage::~Storage() {
+  if (!released_) memory::deallocate(data_, nbytes_, category_);
+}
+
+void Storage::release() {
+  if (released_) return;
+  memory::deallocate(data_, nbytes_, category_);
+  data_ = nullptr;
+  released_ = true;
+}
+
+void Storage::reacquire() {
+  if (!released_) return;
+  data_ = memory::allocate(nbytes_, category_);
+  released_ = false;
+}
 
 namespace {
 

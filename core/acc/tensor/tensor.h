@@ -28,20 +28,35 @@ class Node;
 }  // namespace autograd
 
 // A block of memory from the counting allocator; freed when the last tensor using it goes.
+//
+// release() returns the block to the allocator early while the Storage object (and every view
+// and saved tensor that names it) stays; reacquire() gives it a block of the same size again.
+// Tensors read data() at each access, so a sharding strategy can free a unit's gathered
+// parameters after its forward although autograd still holds views of them, and refill the
+// same storage before the backward that reads them. Touching a released storage's elements is
+// an error (data() checks).
 class Storage {
  public:
   Storage(size_t nbytes, memory::Category category);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  void* data() const { return data_; }
+  void* data() const {
+    ACC_CHECK(!released_, "Storage: its ", nbytes_,
+              " bytes were released (a sharded unit's parameters outside its gather)");
+    return data_;
+  }
   size_t nbytes() const { return nbytes_; }
   memory::Category category() const { return category_; }
+  bool released() const { return released_; }
+  void release();    // no-op when already released
+  void reacquire();  // no-op when holding its block; the contents are undefined
 
  private:
   void* data_;
   size_t nbytes_;
   memory::Category category_;
+  bool released_ = false;
 };
 
 struct TensorImpl {
