@@ -1,0 +1,87 @@
+// acc::Config: where it comes from (ACC_CONFIG_FILE, a file), its checks, and the choices that
+// follow from it. The YAML layout itself is in config_yaml.cpp.
+#include "acc/config/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "acc/util/error.h"
+#include "acc/util/log.h"
+
+namespace acc {
+namespace {
+
+template <class T>
+void check_at_least(const char* key, T value, T min) {
+  ACC_CHECK(value >= min, key, ": must be >= ", min, " (got ", value, ")");
+}
+
+void validate_spmd(const SpmdConfig& s) {
+  ACC_CHECK(!s.mesh_shape.empty(),
+            "spmd_config.mesh_shape: distributed_type SPMD needs a mesh shape (e.g. [2, 2])");
+  for (int n : s.mesh_shape) ACC_CHECK(n > 0, "spmd_config.mesh_shape: entries must be > 0 (got ", n, ")");
+  ACC_CHECK(s.axis_names.size() == s.mesh_shape.size(),
+            "spmd_config.axis_names: needs one name per mesh_shape entry (got ", s.axis_names.size(),
+            " names for ", s.mesh_shape.size(), " mesh axes)");
+  std::set<std::string> seen;
+  for (const auto& name : s.axis_names)
+    ACC_CHECK(seen.insert(name).second, "spmd_config.axis_names: '", name,
+              "' appears twice (names must be unique)");
+}
+
+}  // namespace
+
+WrapPolicy FsdpConfig::effective_wrap_policy() const {
+  if (auto_wrap_policy_set) return auto_wrap_policy;
+  if (!wrap_layer_cls.empty()) return WrapPolicy::TRANSFORMER_BASED_WRAP;
+  return min_num_params > 0 ? WrapPolicy::SIZE_BASED_WRAP : WrapPolicy::NO_WRAP;
+}
+
+Config Config::load() {
+  const char* path = std::getenv("ACC_CONFIG_FILE");
+  return path && *path ? from_file(path) : Config{};
+}
+
+Config Config::from_file(const std::string& path) {
+  ACC_CHECK(std::filesystem::is_regular_file(path), path, ": no such config file");
+  std::ifstream in(path);
+  ACC_CHECK(in.is_open(), path, ": cannot open the config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  Config config = from_yaml(text.str(), path);
+  for (const auto& warning : config.warnings) log::warn("{}: {}", path, warning);
+  return config;
+}
+
+void Config::validate() const {
+  const FsdpConfig& f = dist.fsdp;
+  check_at_least("num_processes", dist.num_processes, 1);
+  check_at_least("num_machines", dist.num_machines, 1);
+  check_at_least("fsdp_config.fsdp_size", f.size, 0);
+  check_at_least("fsdp_config.fsdp_min_num_params", f.min_num_params, int64_t{0});
+  const WrapPolicy policy = f.effective_wrap_policy();
+  ACC_CHECK(
+      policy != WrapPolicy::TRANSFORMER_BASED_WRAP || !f.wrap_layer_cls.empty(),
+      "fsdp_config.fsdp_transformer_layer_cls_to_wrap: TRANSFORMER_BASED_WRAP needs at least one class name");
+  ACC_CHECK(policy != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
+            "fsdp_config.fsdp_min_num_params: SIZE_BASED_WRAP needs a value > 0");
+  if (dist.distributed_type == DistributedType::SPMD) validate_spmd(dist.spmd);
+}
+
+std::string Config::strategy_name() const {
+  if (!dist.strategy.empty()) return dist.strategy;
+  switch (dist.distributed_type) {
+    case DistributedType::NO:
+      return "NO_SHARD";  // a plain run is NO_SHARD on its ranks
+    case DistributedType::FSDP:
+      return to_string(dist.fsdp.sharding_strategy);
+    case DistributedType::SPMD:
+      return "SPMD";
+  }
+  ACC_FAIL("Config::strategy_name: unknown distributed_type ", static_cast<int>(dist.distributed_type));
+}
+
+}  // namespace acc

@@ -1,0 +1,115 @@
+#pragma once
+// acc::Config: what acc::accelerate() needs to know to spread a model over ranks. The C++ struct
+// mirrors TorchAcc (config.compute.bf16, config.dist.fsdp.wrap_layer_cls, ...); files use
+// Hugging Face accelerate's YAML layout (distributed_type, mixed_precision, fsdp_config.*) plus
+// acc's own keys, so a file `accelerate config` wrote for PyTorch loads here.
+//
+// Loading never drops a key silently: keys acc knows but does not act on yet are kept in
+// `warnings` (and logged once by load/from_file); a key nobody knows, or a bad value, is an
+// error naming the key, the value and what is allowed.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace acc {
+
+// FSDP's sharding strategies, numbered as in Hugging Face accelerate (1-5).
+enum class ShardingStrategy { FULL_SHARD = 1, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 };
+enum class DistributedType { NO, FSDP, SPMD };
+enum class WrapPolicy { TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP };
+enum class BackwardPrefetch { BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH };
+enum class StateDictType { SHARDED_STATE_DICT, FULL_STATE_DICT };
+
+// "FULL_SHARD", ...; parse_* accept the name (any case) or, for sharding strategies, "1".."5",
+// and throw acc::Error naming `key`, the value and the allowed values otherwise.
+std::string to_string(ShardingStrategy s);
+std::string to_string(DistributedType t);
+std::string to_string(WrapPolicy p);
+std::string to_string(BackwardPrefetch p);
+std::string to_string(StateDictType t);
+ShardingStrategy parse_sharding_strategy(const std::string& value, const std::string& key);
+DistributedType parse_distributed_type(const std::string& value, const std::string& key);
+WrapPolicy parse_wrap_policy(const std::string& value, const std::string& key);  // also SIZED_BASED_WRAP
+BackwardPrefetch parse_backward_prefetch(const std::string& value, const std::string& key);
+StateDictType parse_state_dict_type(const std::string& value, const std::string& key);
+
+struct ComputeConfig {
+  bool bf16 = false;  // mixed_precision: bf16 — parameters gathered and multiplied in bf16
+
+  bool operator==(const ComputeConfig&) const = default;
+};
+
+struct FsdpConfig {
+  // Ranks one shard group spans; 0 = all of them (the world, or a node for the hybrid ones).
+  int size = 0;
+  ShardingStrategy sharding_strategy = ShardingStrategy::FULL_SHARD;
+  // With no explicit policy: TRANSFORMER_BASED_WRAP when wrap_layer_cls is set, SIZE_BASED_WRAP
+  // when min_num_params > 0, NO_WRAP (one unit, the whole model) otherwise.
+  WrapPolicy auto_wrap_policy = WrapPolicy::NO_WRAP;
+  bool auto_wrap_policy_set = false;          // true when a file or the user chose the policy
+  std::vector<std::string> wrap_layer_cls;   // fsdp_transformer_layer_cls_to_wrap
+  int64_t min_num_params = 0;                // fsdp_min_num_params
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
+  bool forward_prefetch = false;
+  bool offload_params = false;
+  StateDictType state_dict_type = StateDictType::SHARDED_STATE_DICT;
+  bool sync_module_states = false;
+  bool cpu_ram_efficient_loading = false;
+  bool activation_checkpointing = false;
+  bool use_orig_params = true;
+  bool flatten_parameters = true;  // TorchAcc's name; acc always flattens per unit
+  bool reduce_bf16 = false;        // reduce gradients in bf16 (default f32, as PyTorch's MixedPrecision)
+
+  // The policy that applies after the defaults above.
+  WrapPolicy effective_wrap_policy() const;
+
+  bool operator==(const FsdpConfig&) const = default;
+};
+
+struct SpmdConfig {
+  std::vector<int> mesh_shape;           // e.g. {2, 2}
+  std::vector<std::string> axis_names;   // e.g. {"fsdp", "model"}
+  std::string sharding_rules;            // a rules file, e.g. configs/sharding/llama-fsdp.yaml
+
+  bool operator==(const SpmdConfig&) const = default;
+};
+
+struct DistConfig {
+  DistributedType distributed_type = DistributedType::NO;
+  // The strategy plugin's registered name. Empty: derived (see Config::strategy_name()).
+  std::string strategy;
+  int num_processes = 1;
+  int num_machines = 1;
+  FsdpConfig fsdp;
+  SpmdConfig spmd;
+
+  bool operator==(const DistConfig&) const = default;
+};
+
+struct Config {
+  ComputeConfig compute;
+  DistConfig dist;
+  // Keys of the file acc knows but does not act on (e.g. compute_environment), one message each.
+  std::vector<std::string> warnings;
+
+  // ACC_CONFIG_FILE when set (accelerate launch sets it), otherwise the defaults.
+  static Config load();
+  // YAML in Hugging Face accelerate's layout; errors name the file and the key.
+  static Config from_file(const std::string& path);
+  // The same from text; `source` names it in errors.
+  static Config from_yaml(const std::string& text, const std::string& source = "<yaml>");
+  // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config.
+  std::string to_yaml() const;
+  // Throws acc::Error naming the field and what is allowed (e.g. fsdp.size < 0,
+  // TRANSFORMER_BASED_WRAP without classes, SPMD without mesh_shape, mesh/axis length mismatch).
+  void validate() const;
+
+  // The registered strategy to make: dist.strategy when set; else by distributed_type:
+  // NO -> "NO_SHARD" (a plain run is NO_SHARD on its ranks), FSDP -> the sharding strategy's
+  // name ("FULL_SHARD", ...), SPMD -> "SPMD".
+  std::string strategy_name() const;
+
+  bool operator==(const Config&) const = default;
+};
+
+}  // namespace acc

@@ -1,0 +1,285 @@
+// acc::Config <-> YAML in Hugging Face accelerate's layout: which keys exist, what each one sets,
+// and the same layout written back.
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <map>
+#include <ranges>
+#include <sstream>
+
+#include "acc/config/config.h"
+#include "acc/util/error.h"
+
+namespace acc {
+namespace {
+
+// A bool that files spell as one of two names.
+struct NamedBool {
+  const char* off;
+  const char* on;
+  const char* name(bool value) const { return value ? on : off; }
+};
+constexpr NamedBool kMixedPrecision{"no", "bf16"};
+constexpr NamedBool kReduceDtype{"f32", "bf16"};
+
+// Keys accelerate writes that say nothing acc acts on: each one found gives one warning.
+constexpr const char* kUnusedKeys[] = {
+    "debug",           "downcast_bf16",     "enable_cpu_affinity",    "gpu_ids",      "machine_rank",
+    "main_process_ip", "main_process_port", "main_training_function", "rdzv_backend", "same_network",
+    "tpu_env",         "tpu_use_cluster",   "tpu_use_sudo",           "use_cpu"};
+
+// Reads one key's value into the Config being built; `key` is its full name for messages.
+using Reader = std::function<void(const YAML::Node& value, const std::string& key)>;
+using Section = std::map<std::string, Reader>;
+
+template <class Names>
+std::string join(const Names& names, std::string_view separator) {
+  std::string out;
+  bool first = true;
+  for (const auto& name : names) {
+    if (!first) out += separator;
+    out += name;
+    first = false;
+  }
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t");
+  return begin == std::string::npos ? "" : s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+}
+
+// The value as the file wrote it, for messages.
+std::string shown(const YAML::Node& node) {
+  if (node.IsNull()) return "null";
+  if (node.IsScalar()) return node.Scalar();
+  return node.IsSequence() ? "<a list>" : "<a mapping>";
+}
+
+[[noreturn]] void bad_value(const YAML::Node& node, const std::string& key, const std::string& expected) {
+  ACC_FAIL(key, ": bad value '", shown(node), "' (expected ", expected, ")");
+}
+
+template <class T>
+T scalar_as(const YAML::Node& node, const std::string& key, const std::string& expected) {
+  T value;
+  if (!node.IsScalar() || !YAML::convert<T>::decode(node, value)) bad_value(node, key, expected);
+  return value;
+}
+
+Reader bool_key(bool& target) {
+  return [&target](const YAML::Node& v, const std::string& key) {
+    target = scalar_as<bool>(v, key, "true or false");
+  };
+}
+
+template <class T>
+Reader int_key(T& target, T min) {
+  return [&target, min](const YAML::Node& v, const std::string& key) {
+    const std::string expected = "an integer >= " + std::to_string(min);
+    const T value = scalar_as<T>(v, key, expected);
+    if (value < min) bad_value(v, key, expected);
+    target = value;
+  };
+}
+
+Reader string_key(std::string& target) {
+  return [&target](const YAML::Node& v, const std::string& key) {
+    target = scalar_as<std::string>(v, key, "a string");
+  };
+}
+
+// An enum: `parse` names the allowed values when the file's name is not one of them.
+template <class E>
+Reader enum_key(E& target, E (*parse)(const std::string&, const std::string&)) {
+  return [&target, parse](const YAML::Node& v, const std::string& key) {
+    target = parse(scalar_as<std::string>(v, key, "a name"), key);
+  };
+}
+
+Reader named_bool_key(bool& target, NamedBool names) {
+  return [&target, names](const YAML::Node& v, const std::string& key) {
+    const std::string name = scalar_as<std::string>(v, key, "a name");
+    ACC_CHECK(name == names.off || name == names.on, key, ": bad value '", name, "' (allowed: ", names.off,
+              ", ", names.on, ")");
+    target = name == names.on;
+  };
+}
+
+template <class T>
+Reader list_key(std::vector<T>& target, const std::string& item) {
+  return [&target, item](const YAML::Node& v, const std::string& key) {
+    if (!v.IsSequence()) bad_value(v, key, "a list, each " + item);
+    target.clear();
+    for (const auto& entry : v) target.push_back(scalar_as<T>(entry, key, item));
+  };
+}
+
+// Class names as accelerate writes them ("GPT2Block,LlamaDecoderLayer") or as a YAML list.
+Reader class_list_key(std::vector<std::string>& target) {
+  return [&target](const YAML::Node& v, const std::string& key) {
+    if (v.IsSequence()) return list_key(target, "a class name")(v, key);
+    std::istringstream names(scalar_as<std::string>(v, key, "class names separated by commas"));
+    target.clear();
+    for (std::string name; std::getline(names, name, ',');)
+      if (!trim(name).empty()) target.push_back(trim(name));
+  };
+}
+
+Reader unused_key(std::vector<std::string>& warnings) {
+  return [&warnings](const YAML::Node&, const std::string& key) {
+    warnings.push_back("config key '" + key + "' is not used by acc (ignored)");
+  };
+}
+
+// Every key of `node` must be one of `keys`; `section` prefixes the names in messages.
+void read_section(const YAML::Node& node, const std::string& section, const Section& keys) {
+  if (!node.IsMap()) bad_value(node, section, "a mapping of keys");
+  for (const auto& item : node) {
+    const std::string name = shown(item.first);
+    const std::string key = section.empty() ? name : section + "." + name;
+    const auto it = keys.find(name);
+    ACC_CHECK(it != keys.end(), "unknown key '", key, "' (known ", section.empty() ? "top-level" : section,
+              " keys: ", join(std::views::keys(keys), ", "), ")");
+    // `key:` or `key: null` chooses nothing, as accelerate reads it.
+    if (!item.second.IsNull()) it->second(item.second, key);
+  }
+}
+
+Reader section_key(Section keys) {
+  return
+      [keys = std::move(keys)](const YAML::Node& v, const std::string& key) { read_section(v, key, keys); };
+}
+
+Section fsdp_keys(Config& c) {
+  FsdpConfig& f = c.dist.fsdp;
+  const Reader backward_prefetch = enum_key(f.backward_prefetch, parse_backward_prefetch);
+  return {
+      {"fsdp_sharding_strategy", enum_key(f.sharding_strategy, parse_sharding_strategy)},
+      {"fsdp_auto_wrap_policy",
+       [&f](const YAML::Node& v, const std::string& key) {
+         enum_key(f.auto_wrap_policy, parse_wrap_policy)(v, key);
+         f.auto_wrap_policy_set = true;
+       }},
+      {"fsdp_transformer_layer_cls_to_wrap", class_list_key(f.wrap_layer_cls)},
+      {"fsdp_min_num_params", int_key(f.min_num_params, int64_t{0})},
+      {"fsdp_backward_prefetch", backward_prefetch},
+      {"fsdp_backward_prefetch_policy", backward_prefetch},  // older accelerate's name
+      {"fsdp_forward_prefetch", bool_key(f.forward_prefetch)},
+      {"fsdp_offload_params", bool_key(f.offload_params)},
+      {"fsdp_state_dict_type", enum_key(f.state_dict_type, parse_state_dict_type)},
+      {"fsdp_sync_module_states", bool_key(f.sync_module_states)},
+      {"fsdp_cpu_ram_efficient_loading", bool_key(f.cpu_ram_efficient_loading)},
+      {"fsdp_activation_checkpointing", bool_key(f.activation_checkpointing)},
+      {"fsdp_use_orig_params", bool_key(f.use_orig_params)},
+      {"fsdp_size", int_key(f.size, 0)},
+      {"fsdp_reduce_dtype", named_bool_key(f.reduce_bf16, kReduceDtype)},
+      {"fsdp_version",
+       [&c](const YAML::Node& v, const std::string& key) {
+         if (scalar_as<int>(v, key, "an integer") != 1)
+           c.warnings.push_back("config key '" + key + "' = " + v.Scalar() +
+                                " is ignored (acc implements FSDP version 1)");
+       }},
+  };
+}
+
+Section spmd_keys(SpmdConfig& s) {
+  return {
+      {"mesh_shape", list_key(s.mesh_shape, "an integer")},
+      {"axis_names", list_key(s.axis_names, "a string")},
+      {"sharding_rules", string_key(s.sharding_rules)},
+  };
+}
+
+Section top_keys(Config& c) {
+  Section keys = {
+      {"compute_environment",
+       [&c](const YAML::Node& v, const std::string& key) {
+         const std::string env = scalar_as<std::string>(v, key, "a string");
+         if (env != "LOCAL_MACHINE")
+           c.warnings.push_back("config key '" + key + "' = '" + env +
+                                "' is not used by acc (ignored; acc runs on the local machine)");
+       }},
+      {"distributed_type", enum_key(c.dist.distributed_type, parse_distributed_type)},
+      {"mixed_precision", named_bool_key(c.compute.bf16, kMixedPrecision)},
+      {"num_processes", int_key(c.dist.num_processes, 1)},
+      {"num_machines", int_key(c.dist.num_machines, 1)},
+      {"strategy", string_key(c.dist.strategy)},
+      {"fsdp_config", section_key(fsdp_keys(c))},
+      {"spmd_config", section_key(spmd_keys(c.dist.spmd))},
+  };
+  for (const char* key : kUnusedKeys) keys.emplace(key, unused_key(c.warnings));
+  return keys;
+}
+
+Config parse(const YAML::Node& root) {
+  Config c;
+  if (root.IsNull()) return c;  // an empty file: the defaults
+  ACC_CHECK(root.IsMap(), "expected a mapping of config keys, got '", shown(root), "'");
+  read_section(root, "", top_keys(c));
+  return c;
+}
+
+template <class... Values>
+void put(YAML::Emitter& out, const char* key, const Values&... values) {
+  out << YAML::Key << key << YAML::Value;
+  (out << ... << values);
+}
+
+void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
+  put(out, "fsdp_config", YAML::BeginMap);
+  put(out, "fsdp_size", f.size);
+  put(out, "fsdp_sharding_strategy", to_string(f.sharding_strategy));
+  if (f.auto_wrap_policy_set) put(out, "fsdp_auto_wrap_policy", to_string(f.auto_wrap_policy));
+  put(out, "fsdp_transformer_layer_cls_to_wrap", join(f.wrap_layer_cls, ","));
+  put(out, "fsdp_min_num_params", f.min_num_params);
+  put(out, "fsdp_backward_prefetch", to_string(f.backward_prefetch));
+  put(out, "fsdp_forward_prefetch", f.forward_prefetch);
+  put(out, "fsdp_offload_params", f.offload_params);
+  put(out, "fsdp_state_dict_type", to_string(f.state_dict_type));
+  put(out, "fsdp_sync_module_states", f.sync_module_states);
+  put(out, "fsdp_cpu_ram_efficient_loading", f.cpu_ram_efficient_loading);
+  put(out, "fsdp_activation_checkpointing", f.activation_checkpointing);
+  put(out, "fsdp_use_orig_params", f.use_orig_params);
+  put(out, "fsdp_reduce_dtype", kReduceDtype.name(f.reduce_bf16));
+  out << YAML::EndMap;
+}
+
+void put_spmd(YAML::Emitter& out, const SpmdConfig& s) {
+  put(out, "spmd_config", YAML::BeginMap);
+  put(out, "mesh_shape", YAML::Flow, s.mesh_shape);
+  put(out, "axis_names", YAML::Flow, s.axis_names);
+  put(out, "sharding_rules", s.sharding_rules);
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+Config Config::from_yaml(const std::string& text, const std::string& source) {
+  try {
+    return parse(YAML::Load(text));
+  } catch (const Error& e) {
+    ACC_FAIL(source, ": ", e.what());
+  } catch (const YAML::Exception& e) {
+    ACC_FAIL(source, ": not valid YAML: ", e.what());
+  }
+}
+
+std::string Config::to_yaml() const {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  put(out, "distributed_type", to_string(dist.distributed_type));
+  // Quoted as accelerate writes it: YAML 1.1 readers (PyYAML) take a plain `no` for false.
+  put(out, "mixed_precision", YAML::SingleQuoted, kMixedPrecision.name(compute.bf16));
+  put(out, "num_processes", dist.num_processes);
+  put(out, "num_machines", dist.num_machines);
+  if (!dist.strategy.empty()) put(out, "strategy", dist.strategy);
+  put_fsdp(out, dist.fsdp);
+  const SpmdConfig& s = dist.spmd;
+  if (!s.mesh_shape.empty() || !s.axis_names.empty() || !s.sharding_rules.empty()) put_spmd(out, s);
+  out << YAML::EndMap;
+  ACC_CHECK(out.good(), "Config::to_yaml: ", out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace acc
