@@ -9,7 +9,7 @@ namespace acc::plugin {
 class Registry;
 }
 
-#define ACC_PLUGIN_API_VERSION 1
+#define ACC_PLUGIN_API_VERSION 2
 #define ACC_PLUGIN_ENTRY_SYMBOL "acc_plugin_entry"
 
 extern "C" {

@@ -1,0 +1,28 @@
+#include "acc/accelerate/accelerate.h"
+
+#include "acc/plugin/registry.h"
+#include "acc/runtime/init.h"
+#include "acc/util/log.h"
+
+namespace acc {
+
+std::unique_ptr<Strategy> make_strategy(const Config& config) {
+  config.validate();
+  const std::string name = config.strategy_name();
+  std::unique_ptr<Strategy> strategy = plugin::Registry::global().make_strategy(name);
+  strategy->setup(world_ptr(), topology(), config);
+  return strategy;
+}
+
+Accelerated accelerate(std::shared_ptr<models::Model> model, const data::DataLoader& loader,
+                       const Config& config) {
+  ACC_CHECK(model, "acc::accelerate: the model is null");
+  auto strategy = make_strategy(config);
+  auto sharded = strategy->wrap(std::move(model));
+  const int dp_rank = strategy->data_parallel_rank(), dp_size = strategy->data_parallel_size();
+  log::info("acc::accelerate: {} over {} ranks{}, {} data-parallel", strategy->name(),
+            world().size(), config.compute.bf16 ? ", bf16 compute" : "", dp_size);
+  return {std::move(sharded), loader.for_rank(dp_rank, dp_size)};
+}
+
+}  // namespace acc

@@ -1,0 +1,51 @@
+#pragma once
+// acc::ShardedModel: what acc::accelerate() returns. It is a models::Model, so the training
+// loop is the single-process loop unchanged: forward(batch), train()/eval(), and its
+// parameters() are exactly what this rank's optimizer must update — this rank's pieces of the
+// parameters, under their original (Hugging Face) names. Strategies subclass it.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acc/models/model.h"
+#include "acc/optim/optimizer.h"
+
+namespace acc {
+
+class ShardedModel : public models::Model {
+ public:
+  // The wrapped model becomes the child "module" (so train()/eval() reach it).
+  ShardedModel(std::string type_name, std::shared_ptr<models::Model> module);
+
+  models::Model& module() const { return *module_; }
+  const std::shared_ptr<models::Model>& module_ptr() const { return module_; }
+
+  // This rank's trainable pieces, named as in the wrapped model: what the optimizer updates.
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const override = 0;
+  // The pieces in optimizer groups: parameters of two or more dimensions (matrices, embedding
+  // tables) get `weight_decay`, biases and norm weights none — decided per original parameter,
+  // so it holds although the pieces live in one flat buffer. Mixed precision adds the
+  // compute-dtype copies the optimizer writes in the same pass.
+  virtual std::vector<optim::ParamGroup> param_groups(double weight_decay) const = 0;
+  // Scales every rank's gradients so the norm over the whole model is at most max_norm;
+  // returns the norm before clipping. A collective.
+  virtual double clip_grad_norm(double max_norm) = 0;
+  // The whole model as f32 tensors under the original names and shapes, on every rank
+  // (a collective; for checks and full checkpoints of models that fit one rank).
+  virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;
+
+  // The strategy owns mixed precision (config.compute.bf16).
+  void set_bf16_compute(bool on) override;
+  double train_flops_per_token(int64_t seq_len) const override {
+    return module_->train_flops_per_token(seq_len);
+  }
+
+  // True for a weight that gets weight decay: two or more dimensions.
+  static bool decays(const Shape& original_shape) { return original_shape.size() >= 2; }
+
+ private:
+  std::shared_ptr<models::Model> module_;
+};
+
+}  // namespace acc
