@@ -1,0 +1,173 @@
+#include "fsdp_model.h"
+
+#include <cmath>
+#include <map>
+
+#include "acc/autograd/engine.h"
+#include "acc/autograd/grad_mode.h"
+#include "acc/autograd/node.h"
+#include "acc/optim/clip_grad.h"
+
+namespace acc::fsdp {
+
+FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan> plans,
+                     EngineOptions options)
+    : ShardedModel("FSDP(" + options.strategy + ")", std::move(module)), options_(std::move(options)) {
+  for (auto& plan : plans) {
+    units_.push_back(std::make_unique<FlatUnit>(plan.name.empty() ? "<root>" : plan.name,
+                                                this->module(), plan.params, options_.groups,
+                                                options_.compute_dtype));
+  }
+  // The optimizer's pieces: each original parameter's overlap with this rank's shard.
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const FlatUnit& unit = *units_[u];
+    const int64_t begin = unit.shard_begin(), end = begin + unit.shard_numel();
+    for (const auto& slot : unit.slots()) {
+      const int64_t lo = std::max(slot.offset, begin);
+      const int64_t hi = std::min(slot.offset + shape_numel(slot.shape), end);
+      if (lo >= hi) continue;
+      Piece piece{slot.name, u, unit.master().slice_flat(lo - begin, {hi - lo}), Tensor(),
+                  lo - begin, decays(slot.shape)};
+      piece.master.set_requires_grad(slot.view.requires_grad());
+      if (options_.compute_dtype != DType::f32)
+        piece.compute = unit.compute_shard().slice_flat(lo - begin, {hi - lo});
+      pieces_.push_back(std::move(piece));
+    }
+  }
+  for (size_t u = 0; u < units_.size(); ++u) hook_unit(u);
+  for (auto& unit : units_) unit->release();  // between steps only shards are held
+}
+
+FsdpModel::~FsdpModel() {
+  for (auto& h : hooks_) h.remove();
+}
+
+void FsdpModel::hook_unit(size_t u) {
+  FlatUnit& unit = *units_[u];
+  for (const auto& slot : unit.slots()) {
+    if (!slot.view.requires_grad()) continue;
+    hooks_.push_back(autograd::autograd_meta(slot.view).hooks.add([this, u](const Tensor&) {
+      first_gradient(u);
+      return Tensor();
+    }));
+    hooks_.push_back(autograd::register_post_accumulate_hook(slot.view, [this, u](Tensor&) {
+      if (units_[u]->gradient_arrived()) unit_backward_done(u);
+    }));
+  }
+  if (u + 1 == units_.size()) return;  // the root is gathered by forward(batch)
+  nn::Module* module = nullptr;
+  for (auto& [name, m] : this->module().named_modules())
+    if (name == unit.name()) module = m;
+  hooks_.push_back(module->add_call_wrapper(
+      [this, u](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+        FlatUnit& unit = *units_[u];
+        unit.gather();
+        Tensor y = inner(x);
+        if (!options_.reshard_after_forward || autograd::in_backward()) return y;
+        // Runs before any node of this unit's backward: every one of them feeds y.
+        if (auto node = y.grad_fn())
+          node->pre_hooks().add([this, u](const Tensor&) {
+            units_[u]->gather();
+            return Tensor();
+          });
+        unit.release();
+        return y;
+      }));
+}
+
+void FsdpModel::first_gradient(size_t u) {
+  units_[u]->begin_gradients();
+  if (backward_queued_) return;
+  backward_queued_ = true;
+  autograd::queue_callback([this] { finish_backward(); });
+}
+
+bool FsdpModel::pieces_have_grads(size_t u) const {
+  for (const auto& piece : pieces_)
+    if (piece.unit == u && piece.master.grad().defined()) return true;
+  return false;
+}
+
+void FsdpModel::point_piece_grads(size_t u) {
+  const Tensor& grad = units_[u]->grad();
+  for (auto& piece : pieces_)
+    if (piece.unit == u && piece.master.requires_grad())
+      piece.master.set_grad(grad.slice_flat(piece.shard_offset, piece.master.shape()));
+}
+
+void FsdpModel::unit_backward_done(size_t u) {
+  units_[u]->reduce_gradients(pieces_have_grads(u));
+  point_piece_grads(u);
+  if (u + 1 < units_.size()) units_[u]->release();
+}
+
+void FsdpModel::finish_backward() {
+  backward_queued_ = false;
+  // Units some of whose parameters got no gradient this pass, in the same order on every rank.
+  for (size_t u = 0; u < units_.size(); ++u)
+    if (units_[u]->collecting_gradients()) unit_backward_done(u);
+  root().release();
+}
+
+models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
+  root().gather();
+  models::ModelOutput out = module().forward(batch);
+  if (!autograd::GradMode::is_enabled())  // no backward will follow: hold shards only
+    for (auto& unit : units_) unit->release();
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> FsdpModel::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& piece : pieces_) out.emplace_back(piece.name, piece.master);
+  return out;
+}
+
+std::vector<optim::ParamGroup> FsdpModel::param_groups(double weight_decay) const {
+  optim::ParamGroup decayed, plain;
+  decayed.weight_decay = weight_decay;
+  plain.weight_decay = 0.0;
+  for (const auto& piece : pieces_) {
+    if (!piece.master.requires_grad()) continue;
+    optim::ParamGroup& g = piece.decays ? decayed : plain;
+    g.params.push_back(piece.master);
+    if (piece.compute.defined()) g.bf16_copies.push_back(piece.compute);
+  }
+  std::vector<optim::ParamGroup> groups;
+  for (auto* g : {&decayed, &plain})
+    if (!g->params.empty()) groups.push_back(std::move(*g));
+  return groups;
+}
+
+double FsdpModel::clip_grad_norm(double max_norm) {
+  ACC_CHECK(max_norm > 0, type_name(), ": clip_grad_norm needs max_norm > 0, got ", max_norm);
+  double local = 0;
+  for (const auto& piece : pieces_)
+    if (Tensor g = piece.master.grad(); g.defined()) local += optim::grad_square_sum(g);
+  // Ranks of one shard group hold disjoint pieces; replicas (hybrid) hold the same ones.
+  Tensor total = Tensor::from_vector({static_cast<float>(local)}, {1});
+  options_.groups.shard->all_reduce(total);
+  const double norm = std::sqrt(static_cast<double>(total.item()));
+  if (norm > max_norm) {
+    const double scale = max_norm / norm;  // as optim::clip_grad_norm, so one rank matches it
+    for (const auto& piece : pieces_)
+      if (Tensor g = piece.master.grad(); g.defined()) optim::scale_grad(g, scale);
+  }
+  return norm;
+}
+
+std::vector<std::pair<std::string, Tensor>> FsdpModel::full_parameters() {
+  autograd::NoGradGuard no_grad;
+  std::map<std::string, Tensor> gathered;
+  for (auto& unit : units_) {
+    Tensor full = Tensor::empty({unit->shard_numel() * options_.groups.shard->size()});
+    options_.groups.shard->all_gather(unit->master(), full);
+    for (const auto& slot : unit->slots())
+      gathered[slot.name] = full.slice_flat(slot.offset, slot.shape).clone();
+  }
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, _] : module().named_parameters()) out.emplace_back(name, gathered.at(name));
+  return out;
+}
+
+}  // namespace acc::fsdp

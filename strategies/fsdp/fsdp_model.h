@@ -1,0 +1,69 @@
+#pragma once
+// The model the FSDP strategy hands back: the user's model with its parameters moved into one
+// FlatUnit per wrapped module, and the unit boundaries hooked.
+//
+//   forward   the root unit is gathered for the whole step (it holds the embeddings and, tied,
+//             the head); every other unit gathers at its call and, when resharding after
+//             forward (FULL_SHARD, HYBRID_SHARD), releases its gathered buffer right after.
+//   backward  a hook on a unit's output gradient re-gathers it before any of its backward runs;
+//             once every parameter of the unit has its gradient, the unit reduces them into
+//             the shards and releases its gathered buffer; at the end of the pass the rest
+//             (unused parameters, the root) are reduced and released.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acc/accelerate/sharded_model.h"
+#include "acc/autograd/hooks.h"
+#include "flat_unit.h"
+#include "wrap_policy.h"
+
+namespace acc::fsdp {
+
+struct EngineOptions {
+  std::string strategy;        // for messages and the type name
+  UnitGroups groups;
+  bool reshard_after_forward;  // FULL_SHARD / HYBRID_SHARD
+  DType compute_dtype;         // bf16 with mixed precision
+};
+
+class FsdpModel final : public ShardedModel {
+ public:
+  FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan> plans, EngineOptions options);
+  ~FsdpModel() override;
+
+  models::ModelOutput forward(const data::Batch& batch) override;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const override;
+  std::vector<optim::ParamGroup> param_groups(double weight_decay) const override;
+  double clip_grad_norm(double max_norm) override;
+  std::vector<std::pair<std::string, Tensor>> full_parameters() override;
+
+  const std::vector<std::unique_ptr<FlatUnit>>& units() const { return units_; }
+
+ private:
+  // This rank's part of one original parameter: the optimizer's tensor.
+  struct Piece {
+    std::string name;
+    size_t unit;
+    Tensor master;   // a leaf view into the unit's master shard
+    Tensor compute;  // its bf16 copy, or undefined
+    int64_t shard_offset;
+    bool decays;
+  };
+
+  void hook_unit(size_t u);
+  void first_gradient(size_t u);
+  void unit_backward_done(size_t u);
+  void finish_backward();
+  bool pieces_have_grads(size_t u) const;
+  void point_piece_grads(size_t u);
+  FlatUnit& root() { return *units_.back(); }
+
+  EngineOptions options_;
+  std::vector<std::unique_ptr<FlatUnit>> units_;  // the root last
+  std::vector<Piece> pieces_;
+  std::vector<autograd::HookHandle> hooks_;
+  bool backward_queued_ = false;
+};
+
+}  // namespace acc::fsdp

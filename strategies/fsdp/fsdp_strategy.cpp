@@ -1,0 +1,70 @@
+#include "fsdp_strategy.h"
+
+#include "acc/autograd/grad_mode.h"
+#include "acc/dist/subgroups.h"
+#include "acc/util/log.h"
+#include "fsdp_model.h"
+
+namespace acc::fsdp {
+
+namespace {
+
+bool hybrid(ShardingStrategy s) {
+  return s == ShardingStrategy::HYBRID_SHARD || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
+}
+
+// Options a config may carry that this engine does not act on yet: said once, never dropped
+// silently.
+void warn_unapplied(const FsdpConfig& c) {
+  auto warn = [](const char* key) {
+    log::warn("fsdp_config.{}: not implemented by acc's FSDP engine yet; ignored", key);
+  };
+  if (c.offload_params) warn("fsdp_offload_params");
+  if (c.activation_checkpointing) warn("fsdp_activation_checkpointing");
+  if (c.forward_prefetch) warn("fsdp_forward_prefetch");
+  if (c.cpu_ram_efficient_loading) warn("fsdp_cpu_ram_efficient_loading");
+  if (c.reduce_bf16) warn("fsdp_reduce_dtype");
+}
+
+}  // namespace
+
+void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
+                         const dist::Topology& topology, const Config& config) {
+  Strategy::setup(world, topology, config);
+  const int n = world->size();
+  const int size = config.dist.fsdp.size;
+  if (setting_ == ShardingStrategy::NO_SHARD)
+    shard_size_ = 1;
+  else if (size > 0)
+    shard_size_ = size;
+  else
+    shard_size_ = hybrid(setting_) ? topology.local_size : n;
+  ACC_CHECK(shard_size_ <= n && n % shard_size_ == 0, "fsdp_config.fsdp_size: ", name(),
+            " shards over groups of ", shard_size_, " ranks, which does not divide the ", n,
+            " ranks of the job", hybrid(setting_) ? " (hybrid: ranks per node, see ACC_RANKS_PER_NODE)" : "");
+  // Row-major mesh [replicas, shard]: shard groups are consecutive ranks (one node).
+  const std::vector<int> mesh{n / shard_size_, shard_size_};
+  shard_group_ = dist::mesh_axis_group(*world, mesh, 1);
+  replicate_group_ = dist::mesh_axis_group(*world, mesh, 0);
+}
+
+std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> model) {
+  ACC_CHECK(model, name(), ": the model to wrap is null");
+  const FsdpConfig& fsdp = config().dist.fsdp;
+  warn_unapplied(fsdp);
+  if (fsdp.sync_module_states) {  // rank 0's values everywhere, before anything is sharded
+    autograd::NoGradGuard no_grad;
+    for (auto& [_, p] : model->named_parameters()) world()->broadcast(p, 0);
+  }
+  const bool bf16 = config().compute.bf16;
+  model->set_bf16_compute(bf16);  // the loss writes bf16 gradients; the linears see bf16 weights
+  auto plans = plan_units(*model, fsdp);
+  EngineOptions options{name(), {shard_group_, replicate_group_},
+                        setting_ == ShardingStrategy::FULL_SHARD || setting_ == ShardingStrategy::HYBRID_SHARD,
+                        bf16 ? DType::bf16 : DType::f32};
+  log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
+             shard_size_, replicate_group_->size());
+  return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));
+}
+
+}  // namespace acc::fsdp

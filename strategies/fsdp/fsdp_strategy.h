@@ -1,0 +1,33 @@
+#pragma once
+// The FSDP strategy: one engine, five settings. Every setting is a shard group (ranks that
+// split each unit) and a replicate group (ranks holding the same shard), plus whether units
+// free their gathered parameters after forward:
+//
+//   setting              shard group              replicate group    reshard after forward
+//   FULL_SHARD           fsdp.size (all) ranks    the rest (none)    yes
+//   SHARD_GRAD_OP        fsdp.size (all) ranks    the rest (none)    no
+//   NO_SHARD             this rank                every rank         -
+//   HYBRID_SHARD         the node (or fsdp.size)  across nodes       yes
+//   HYBRID_SHARD_ZERO2   the node (or fsdp.size)  across nodes       no
+#include "acc/plugin/strategy.h"
+
+namespace acc::fsdp {
+
+class FsdpStrategy final : public Strategy {
+ public:
+  explicit FsdpStrategy(ShardingStrategy setting) : setting_(setting) {}
+  std::string name() const override { return to_string(setting_); }
+  void setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
+             const Config& config) override;
+  std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;
+
+  // Ranks per shard group for this setting, world size and node size.
+  int shard_size() const { return shard_size_; }
+
+ private:
+  ShardingStrategy setting_;
+  int shard_size_ = 1;
+  std::shared_ptr<dist::ProcessGroup> shard_group_, replicate_group_;
+};
+
+}  // namespace acc::fsdp

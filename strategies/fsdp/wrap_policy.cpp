@@ -1,0 +1,85 @@
+#include "wrap_policy.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace acc::fsdp {
+
+namespace {
+
+bool is_prefix_of(const std::string& module, const std::string& param) {
+  return module.empty() || param.starts_with(module + ".");
+}
+
+// Bottom-up: a module becomes a unit when the parameters under it that no unit below took
+// reach min_num_params (PyTorch's size-based policy).
+std::vector<std::string> size_based(nn::Module& root, int64_t min_num_params) {
+  auto modules = root.named_modules();
+  const auto params = root.named_parameters();
+  std::vector<std::string> units;
+  std::vector<bool> taken(params.size(), false);
+  // named_modules lists parents before children: walking it backwards visits children first.
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it) {
+    const std::string& name = it->first;
+    if (name.empty()) continue;
+    int64_t count = 0;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!taken[i] && is_prefix_of(name, params[i].first)) count += params[i].second.numel();
+    if (count < min_num_params) continue;
+    units.push_back(name);
+    for (size_t i = 0; i < params.size(); ++i)
+      if (is_prefix_of(name, params[i].first)) taken[i] = true;
+  }
+  std::reverse(units.begin(), units.end());  // back to registration order
+  return units;
+}
+
+std::vector<std::string> by_class(nn::Module& root, const std::vector<std::string>& classes) {
+  std::vector<std::string> units;
+  std::set<std::string> present, matched;
+  for (auto& [name, module] : root.named_modules()) {
+    present.insert(module->type_name());
+    if (std::find(classes.begin(), classes.end(), module->type_name()) == classes.end()) continue;
+    matched.insert(module->type_name());
+    if (!name.empty()) units.push_back(name);
+  }
+  for (const auto& cls : classes) {
+    if (matched.count(cls)) continue;
+    std::ostringstream os;
+    for (const auto& t : present) os << (os.tellp() ? ", " : "") << t;
+    ACC_FAIL("fsdp_transformer_layer_cls_to_wrap: class '", cls, "' matches no module of ",
+             root.type_name(), "; its module types are: ", os.str());
+  }
+  return units;
+}
+
+}  // namespace
+
+std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config) {
+  std::vector<std::string> names;
+  switch (config.effective_wrap_policy()) {
+    case WrapPolicy::TRANSFORMER_BASED_WRAP: names = by_class(root, config.wrap_layer_cls); break;
+    case WrapPolicy::SIZE_BASED_WRAP: names = size_based(root, config.min_num_params); break;
+    case WrapPolicy::NO_WRAP: break;
+  }
+  // Each parameter goes to the innermost unit whose module contains it.
+  std::vector<UnitPlan> plans;
+  std::map<std::string, nn::Module*> modules;
+  for (auto& [name, module] : root.named_modules()) modules[name] = module;
+  for (const auto& n : names) plans.push_back(UnitPlan{n, modules.at(n), {}});
+  plans.push_back(UnitPlan{"", &root, {}});
+  for (auto& [pname, p] : root.named_parameters()) {
+    UnitPlan* owner = &plans.back();
+    for (auto& plan : plans)
+      if (!plan.name.empty() && is_prefix_of(plan.name, pname) &&
+          (owner->name.empty() || plan.name.size() > owner->name.size()))
+        owner = &plan;
+    owner->params.emplace_back(pname, p);
+  }
+  std::erase_if(plans, [](const UnitPlan& p) { return p.params.empty() && !p.name.empty(); });
+  return plans;
+}
+
+}  // namespace acc::fsdp

@@ -1,0 +1,29 @@
+#pragma once
+// Which modules become FSDP units (the auto wrap policy), as Hugging Face accelerate and
+// PyTorch FSDP choose them:
+//   TRANSFORMER_BASED_WRAP  every module whose type name is in the class list (GPT2Block, ...)
+//   SIZE_BASED_WRAP         bottom-up, every module whose not-yet-wrapped parameters reach
+//                           min_num_params
+//   NO_WRAP                 none
+// The root always is a unit too, holding every parameter no other unit took. Units may nest:
+// an inner unit's parameters belong to it, not to the unit around it.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acc/config/config.h"
+#include "acc/nn/module.h"
+
+namespace acc::fsdp {
+
+struct UnitPlan {
+  std::string name;      // the module's qualified name ("" for the root)
+  nn::Module* module;    // whose call boundary the unit hooks (the root model for the root)
+  std::vector<std::pair<std::string, Tensor>> params;  // qualified names in the root model
+};
+
+// Units in module registration order, the root last. A class name that matches no
+// module is an error listing the module types present.
+std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config);
+
+}  // namespace acc::fsdp

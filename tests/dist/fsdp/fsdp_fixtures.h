@@ -1,0 +1,40 @@
+#pragma once
+// What the FSDP tests share: small models of the three families, synthetic datasets, and the
+// single-process reference run every strategy is compared with.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acc/acc.h"
+
+namespace acc::test {
+
+// "mlp", "gpt2", "llama": small enough that 4 oversubscribed ranks run many configurations.
+std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed = 0);
+// The wrap class of the family's blocks (none for the MLP, which shards as one unit).
+std::vector<std::string> block_classes(const std::string& kind);
+// A dataset the family's forward accepts: random token windows or random images.
+std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples);
+
+struct RunResult {
+  std::vector<float> losses;  // the global batch's mean loss per step
+  std::vector<float> norms;   // the gradient norm before clipping, per step: Adam and clipping
+                              // hide a gradient's scale, this does not
+  std::vector<std::pair<std::string, std::vector<float>>> params;  // after the last step
+};
+
+inline constexpr double kLr = 1e-3, kWeightDecay = 0.1, kMaxNorm = 0.5;
+
+// `steps` AdamW steps with clipping through acc::accelerate on the world. Losses are averaged
+// over the data-parallel ranks, parameters gathered whole.
+RunResult run_accelerated(const std::string& kind, const Config& config, int64_t steps,
+                          int64_t global_batch);
+// The same steps on this process alone, on whole global batches, without any strategy: a
+// plain model, optim::AdamW over its parameters (the same decay rule), optim::clip_grad_norm.
+RunResult run_single_process(const std::string& kind, int64_t steps, int64_t global_batch);
+// One process through the engine (NO_SHARD on a group of its own): what a plain bf16 run is,
+// since mixed precision is the strategy's.
+RunResult run_one_rank(const std::string& kind, const Config& config, int64_t steps,
+                       int64_t global_batch);
+
+}  // namespace acc::test
