@@ -146,7 +146,8 @@ class LmProgram : public ::testing::Test {
                           [](const std::string& config, uint64_t seed) {
                             return std::make_shared<models::GPT2>(
                                 models::GPT2Config::from_name_or_file(config), seed);
-                          });
+                          },
+                          "GPT2Block");
   }
 
   std::unique_ptr<models::GPT2> load(const std::filesystem::path& file) {

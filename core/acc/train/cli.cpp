@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "acc/runtime/init.h"
 #include "acc/util/error.h"
 
 namespace acc::train {
@@ -71,6 +72,12 @@ int run_program(const std::string& program, const std::function<int()>& body) {
     return body();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    // The other ranks may be waiting in a collective with this one: end the job now rather
+    // than leave them to their timeout.
+    if (initialized() && world().size() > 1) {
+      std::fflush(stderr);
+      world().abort(1);
+    }
     return 1;
   }
 }

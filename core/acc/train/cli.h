@@ -28,7 +28,8 @@ class Args {
 };
 
 // Runs a program's body; an exception becomes one "<program>: error: <what>" line on stderr
-// and exit code 1, so bad input never ends in a stack trace or a zero exit.
+// and exit code 1, so bad input never ends in a stack trace or a zero exit. In a job of several
+// ranks the failing rank then aborts the whole job, so no peer waits for it until its timeout.
 int run_program(const std::string& program, const std::function<int()>& body);
 
 }  // namespace acc::train

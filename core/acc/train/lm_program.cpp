@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <unordered_map>
 
+#include "acc/accelerate/accelerate.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/data/data_dir.h"
 #include "acc/data/dataloader.h"
@@ -12,6 +14,7 @@
 #include "acc/data/token_file.h"
 #include "acc/models/checkpoint.h"
 #include "acc/optim/optim.h"
+#include "acc/runtime/init.h"
 #include "acc/runtime/threads.h"
 #include "acc/train/cli.h"
 #include "acc/train/generate.h"
@@ -22,7 +25,12 @@ namespace acc::train {
 
 namespace {
 
-constexpr const char* kUsage = R"(options:
+constexpr const char* kUsage = R"(Trains on every rank of the job (accelerate launch) as the accelerate config says; --batch
+is the global batch, split over the data-parallel ranks; only rank 0 prints.
+options:
+  --config_file FILE   accelerate config (distributed_type, fsdp_config, mixed_precision)
+                       [ACC_CONFIG_FILE, else one process's NO_SHARD]; with
+                       TRANSFORMER_BASED_WRAP the model's own block class is wrapped
   --config NAME|FILE   model preset (tiny, small, ...) or YAML of config.json keys [tiny]
   --data DIR           folder with train.bin and val.bin [data/brown]
   --steps N            optimizer steps [300]
@@ -32,7 +40,8 @@ constexpr const char* kUsage = R"(options:
   --warmup N           linear warmup steps [steps/10]
   --weight-decay X     AdamW weight decay on matrices [0.1]
   --clip X             gradient-norm clipping [1.0]
-  --bf16               run linear layers on bf16 weight copies (master weights stay f32)
+  --bf16               bf16 compute (mixed_precision: bf16): parameters gathered in bf16,
+                       f32 master weights
   --val-every N        validation loss every N steps [100]
   --val-batches N      batches per validation; 0 = all of val.bin [0]
   --init-from FILE     start from a .safetensors file (Hugging Face names and layout)
@@ -42,7 +51,7 @@ constexpr const char* kUsage = R"(options:
   --threads N          worker threads [all cores])";
 
 struct Options {
-  std::string config, data_dir, init_from, save;
+  std::string config_file, config, data_dir, init_from, save;
   int64_t steps, batch, seq, warmup, val_every, val_batches, sample_tokens, threads;
   double lr, weight_decay, clip;
   bool bf16;
@@ -52,6 +61,7 @@ struct Options {
 Options parse(int argc, char** argv) {
   Args args(argc, argv);
   Options o;
+  o.config_file = args.get("config_file", "");
   o.config = args.get("config", "tiny");
   const auto default_data = data::find_data("brown");
   o.data_dir = args.get("data", default_data ? default_data->string() : "data/brown");
@@ -85,16 +95,15 @@ std::filesystem::path data_file(const Options& o, const char* name) {
   return path;
 }
 
-// Weight decay on matrices only, as GPT-2/nanoGPT do: not on biases, norms' gains.
-std::vector<optim::ParamGroup> decay_groups(const models::Model& model, double weight_decay) {
-  optim::ParamGroup decay, no_decay;
-  decay.weight_decay = weight_decay;
-  no_decay.weight_decay = 0.0;
-  for (const auto& [name, p] : model.named_parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
-  return {decay, no_decay};
+// The mean over the ranks of a value each rank computed on its slice.
+double rank_mean(double value) {
+  Tensor t = Tensor::from_vector({static_cast<float>(value / world().size())}, {1});
+  world().all_reduce(t);
+  return t.item();
 }
 
-double validation_loss(models::CausalLM& model, const data::DataLoader& val, int64_t batches) {
+// Every rank scores its slice of each validation batch; the mean is over all of them.
+double validation_loss(models::Model& model, const data::DataLoader& val, int64_t batches) {
   autograd::NoGradGuard no_grad;
   model.eval();
   double total = 0;
@@ -104,7 +113,28 @@ double validation_loss(models::CausalLM& model, const data::DataLoader& val, int
     if (++n == batches) break;  // never, for batches = 0: the whole set
   }
   model.train();
-  return n ? total / static_cast<double>(n) : NAN;
+  return n ? rank_mean(total / static_cast<double>(n)) : NAN;
+}
+
+// The accelerate config: --config_file, else ACC_CONFIG_FILE, else one process's defaults.
+// A transformer wrap policy wraps this model's blocks.
+Config load_config(const Options& o, const std::string& block_class) {
+  Config config = o.config_file.empty() ? Config::load() : Config::from_file(o.config_file);
+  if (o.bf16) config.compute.bf16 = true;
+  if (config.dist.fsdp.effective_wrap_policy() == WrapPolicy::TRANSFORMER_BASED_WRAP ||
+      !config.dist.fsdp.auto_wrap_policy_set)
+    config.dist.fsdp.wrap_layer_cls = {block_class};
+  return config;
+}
+
+// A whole copy of the trained model on this rank, for saving and sampling.
+std::shared_ptr<models::CausalLM> gathered_copy(ShardedModel& sharded, const Options& o,
+                                                const CausalLMFactory& make_model) {
+  auto full = sharded.full_parameters();  // a collective: every rank takes part
+  auto copy = make_model(o.config, o.seed);
+  autograd::NoGradGuard no_grad;
+  for (const auto& [name, value] : full) copy->parameter(name).copy_(value);
+  return copy;
 }
 
 std::unordered_map<int32_t, int64_t> token_counts(std::span<const int32_t> tokens) {
@@ -133,7 +163,8 @@ void print_sample(models::CausalLM& model, const Options& o) {
   std::printf("sample: %s\n", tokenizer.decode(ids).c_str());
 }
 
-int run(const Options& o, const std::string& program, const CausalLMFactory& make_model) {
+int run(const Options& o, const std::string& program, const CausalLMFactory& make_model,
+        const std::string& block_class) {
   if (o.threads > 0) runtime::set_num_threads(static_cast<int>(o.threads));
   const auto train_path = data_file(o, "train.bin"), val_path = data_file(o, "val.bin");
   if (!o.init_from.empty())
@@ -143,7 +174,11 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   ACC_CHECK(o.seq <= model->max_seq_len(), "--seq ", o.seq, " exceeds the model's ",
             model->max_seq_len(), " positions");
   if (!o.init_from.empty()) models::load_model(*model, o.init_from);
-  model->set_bf16_compute(o.bf16);
+  const Config config = load_config(o, block_class);
+  const bool main = world().rank() == 0;
+  auto say = [main](const std::string& line) {
+    if (main) std::printf("%s\n", line.c_str());
+  };
 
   data::TokenFile train_set(train_path, o.seq);
   data::TokenFile val_set(val_path, o.seq, {.random_windows = false});
@@ -153,25 +188,31 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   const double unigram = unigram_entropy(tokens);
   const double unigram_val =
       unigram_cross_entropy(tokens, data::read_token_file(val_path), model->vocab_size());
-  std::printf("%s: %s, %lld parameters, %s compute; data %lld train / %lld val tokens\n",
-              program.c_str(), o.config.c_str(), static_cast<long long>(model->num_parameters()),
-              o.bf16 ? "bf16" : "f32", static_cast<long long>(train_set.num_tokens()),
-              static_cast<long long>(val_set.num_tokens()));
-  std::printf("the losses to beat: unigram entropy of train.bin %.4f nats; that unigram model on "
-              "val.bin (add-one smoothing) %.4f nats\n",
-              unigram, unigram_val);
+  const DType compute = config.compute.bf16 ? DType::bf16 : DType::f32;
+  say(program + ": " + o.config + ", " +
+      std::to_string(model->num_parameters()) + " parameters, " + std::string(dtype_name(compute)) +
+      " compute, " + config.strategy_name() + " on " + std::to_string(world().size()) +
+      " ranks; data " + std::to_string(train_set.num_tokens()) + " train / " +
+      std::to_string(val_set.num_tokens()) + " val tokens");
+  say(format("the losses to beat: unigram entropy of train.bin %.4f nats; that unigram model on "
+             "val.bin (add-one smoothing) %.4f nats", unigram, unigram_val));
 
-  const double peak = measure_gemm_peak_gflops(DType::f32);
-  std::printf("f32 GEMM peak (acc matmul, 1024^3): %.1f GFLOP/s\n", peak);
+  // Every rank measures its own share of the machine at once: the job's ceiling is the sum.
+  const double peak = measure_gemm_peak_gflops(compute) * world().size();
+  say(std::string(dtype_name(compute)) + format(" GEMM peak (acc matmul, 1024^3, all ranks): %.1f GFLOP/s", peak));
   std::fflush(stdout);
 
-  data::DataLoader loader(train_set, {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed});
-  data::DataLoader val_loader(val_set, {.batch_size = o.batch});
-  optim::AdamW opt(decay_groups(*model, o.weight_decay), {.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95});
+  data::DataLoader all_train(train_set, {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed});
+  // Every rank must see the same number of validation batches: no ragged last batch.
+  data::DataLoader all_val(val_set, {.batch_size = o.batch, .drop_last = world().size() > 1});
+  auto [sharded, loader] = accelerate(model, all_train, config);
+  const auto val_loader = all_val.for_rank(loader.options().rank, loader.options().world);
+  optim::AdamW opt(sharded->param_groups(o.weight_decay), {.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95});
   optim::LRScheduler schedule(opt, optim::warmup_cosine_lr(o.lr, o.lr / 10, o.warmup, o.steps), o.lr);
 
   ThroughputMeter meter(model->train_flops_per_token(o.seq), peak);
-  ProgressBar bar(o.steps, "train");
+  std::optional<ProgressBar> bar;  // rank 0's
+  if (main) bar.emplace(o.steps, "train");
   auto it = loader.begin();
   double last_loss = NAN, val = NAN;
   for (int64_t step = 0; step < o.steps; ++step) {
@@ -180,36 +221,41 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
       it = loader.begin();
     }
     opt.zero_grad();
-    Tensor loss = model->forward(*it).loss;
+    Tensor loss = sharded->forward(*it).loss;
     loss.backward();
-    const double norm = optim::clip_grad_norm(model->parameters(), o.clip);
+    const double norm = sharded->clip_grad_norm(o.clip);
     opt.step();
     schedule.step();
     ++it;
-    last_loss = loss.item();
+    last_loss = rank_mean(loss.item());
     if (step == 0) meter.reset();  // the first step pays for primitive creation and page faults
     else meter.step(o.batch * o.seq);
-    bar.set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, opt.lr(0), norm,
-                           meter.tokens_per_second()) +
-                    format(" mfu=%.1f%%", 100 * meter.mfu()));
-    bar.update();
+    if (bar) {
+      bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, opt.lr(0), norm,
+                              meter.tokens_per_second()) +
+                       format(" mfu=%.1f%%", 100 * meter.mfu()));
+      bar->update();
+    }
     if ((step + 1) % o.val_every == 0 || step + 1 == o.steps) {
-      val = validation_loss(*model, val_loader, o.val_batches);
-      bar.write(format("step %.0f: train loss %.4f (unigram %.4f), ", double(step + 1), last_loss,
-                       unigram) +
-                format("val loss %.4f (unigram %.4f)", val, unigram_val));
+      val = validation_loss(*sharded, val_loader, o.val_batches);
+      if (bar)
+        bar->write(format("step %.0f: train loss %.4f (unigram %.4f), ", double(step + 1), last_loss,
+                          unigram) +
+                   format("val loss %.4f (unigram %.4f)", val, unigram_val));
     }
   }
-  bar.close();
-  std::printf("final: train loss %.4f (unigram %.4f), val loss %.4f (unigram %.4f, %.2f nats below); "
-              "%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s\n",
-              last_loss, unigram, val, unigram_val, unigram_val - val, meter.tokens_per_second(),
-              100 * meter.mfu(), peak);
+  if (bar) bar->close();
+  say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +
+      format("val loss %.4f (unigram %.4f, %.2f nats below); ", val, unigram_val, unigram_val - val) +
+      format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s", meter.tokens_per_second(), 100 * meter.mfu(), peak));
+  if (o.save.empty() && o.sample_tokens <= 0) return 0;
+  auto trained = gathered_copy(*sharded, o, make_model);
+  if (!main) return 0;
   if (!o.save.empty()) {
-    models::save_model(*model, o.save);
+    models::save_model(*trained, o.save);
     std::printf("saved %s\n", o.save.c_str());
   }
-  print_sample(*model, o);
+  print_sample(*trained, o);
   return 0;
 }
 
@@ -238,13 +284,16 @@ double unigram_cross_entropy(std::span<const int32_t> fit, std::span<const int32
   return score.empty() ? 0.0 : loss / static_cast<double>(score.size());
 }
 
-int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model) {
+int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model,
+            const std::string& block_class) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help") {
       std::printf("usage: %s [options]\n%s\n", program.c_str(), kUsage);
       return 0;
     }
-  return run_program(program, [&] { return run(parse(argc, argv), program, make_model); });
+  std::optional<Session> session;  // a test may have started acc already
+  if (!initialized()) session.emplace(argc, argv);
+  return run_program(program, [&] { return run(parse(argc, argv), program, make_model, block_class); });
 }
 
 }  // namespace acc::train

@@ -20,7 +20,9 @@ using CausalLMFactory =
 // Parses the options, trains, and returns the exit code. Any error (missing data, bad option,
 // bad file) is one "program: error: ..." message on stderr and exit code 1, before anything is
 // written.
-int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model);
+// block_class is the model's transformer block, what a transformer wrap policy shards by.
+int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model,
+            const std::string& block_class);
 
 // Entropy of the token frequency distribution, in nats: the loss of the best model that ignores
 // context, which a trained language model must beat.
