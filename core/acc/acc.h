@@ -3,8 +3,10 @@
 //   acc::Session          ranks, threads, logging, plugins       (runtime/init.h)
 //   acc::Config           accelerate-format configuration        (config/config.h)
 //   acc::accelerate()     the model and loader, spread over ranks (accelerate/accelerate.h)
+//   acc::Accelerator      the same in Hugging Face accelerate's style (accelerate/accelerator.h)
 //   acc::models, acc::data, acc::optim, acc::nn, acc::ops          models, data, optimizers
 #include "acc/accelerate/accelerate.h"
+#include "acc/accelerate/accelerator.h"
 #include "acc/accelerate/sharded_model.h"
 #include "acc/config/config.h"
 #include "acc/data/dataloader.h"

@@ -101,6 +101,10 @@ void FlatUnit::reduce_gradients(bool accumulate) {
     autograd::add_into(grad_, reduced);
   else
     grad_.copy_(reduced);
+  drop_gradients();
+}
+
+void FlatUnit::drop_gradients() {
   for (auto& slot : slots_) slot.view.set_grad(Tensor());
   full_grad_ = Tensor();
 }

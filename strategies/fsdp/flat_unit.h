@@ -68,6 +68,8 @@ class FlatUnit {
   // (all-reduce, average) and adds it to the shard's gradient (or sets it, when the optimizer
   // dropped it); frees full_grad and detaches the views' gradients.
   void reduce_gradients(bool accumulate);
+  // Forgets a backward pass's gradients without reducing them (a pass that failed midway).
+  void drop_gradients();
 
  private:
   std::string name_;

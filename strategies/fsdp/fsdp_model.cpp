@@ -110,6 +110,10 @@ void FsdpModel::finish_backward() {
 }
 
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
+  if (backward_queued_) {  // the last backward threw before its end: start from clean gradients
+    backward_queued_ = false;
+    for (auto& unit : units_) unit->drop_gradients();
+  }
   root().gather();
   models::ModelOutput out = module().forward(batch);
   if (!autograd::GradMode::is_enabled())  // no backward will follow: hold shards only

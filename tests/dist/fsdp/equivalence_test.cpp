@@ -56,9 +56,10 @@ TEST_P(Equivalence, SameLossesAndParametersAsOneProcess) {
                           bf16 ? 0.f : kParamRtolF32, bf16 ? kParamAtolBf16 : kParamAtolF32))
         << single.params[i].first;
   }
-  if (bf16)
+  if (bf16) {
     EXPECT_TRUE(all_close(sharded.losses, run_single_process(kind, kSteps, kGlobalBatch).losses,
                           kLossRtolBf16VsF32, 0.f));
+  }
   // The runs really trained: parameters moved from their initial values.
   const auto initial = make_model(kind)->named_parameters();
   float moved = 0;

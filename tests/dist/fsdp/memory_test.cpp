@@ -106,8 +106,9 @@ TEST_P(Memory, ModelStateFollowsTheZeroFormulas) {
       : keeps_all                ? elem * static_cast<double>(m.psi)
                                  : elem * static_cast<double>(m.root + 2 * m.block);
   EXPECT_LE(m.peak.parameters, m.steady.parameters + gathered * 1.05) << "parameters during a step";
-  if (shard_ranks(strategy) > 1 && !keeps_all)  // FULL_SHARD never holds every unit at once
+  if (shard_ranks(strategy) > 1 && !keeps_all) {  // FULL_SHARD never holds every unit at once
     EXPECT_LT(m.peak.parameters, m.steady.parameters + elem * static_cast<double>(m.psi) * 0.9);
+  }
   const double full_grads =
       shard_ranks(strategy) == 1 ? 4.0 * static_cast<double>(m.root + m.block)
                                  : 4.0 * static_cast<double>(m.root + 2 * m.block);

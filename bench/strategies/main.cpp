@@ -1,0 +1,136 @@
+// bench_strategies: GPT-2 training steps through acc::accelerate with every FSDP setting, f32
+// and bf16: tokens/s of the whole job and per-rank memory by category. Run it alone for the
+// single-process baseline, then under mpirun with that baseline: run.sh does both and writes
+// bench/results/strategies.json.
+//   bench_strategies [--model small|tiny] [--batch 8] [--seq 512] [--steps 2]
+//                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
+// Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
+// FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
+// against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks).
+#include <chrono>
+#include <cstdio>
+
+#include "acc/acc.h"
+#include "acc/memory/allocator.h"
+#include "acc/runtime/threads.h"
+#include "acc/train/cli.h"
+#include "support/measure.h"
+
+namespace {
+
+using namespace acc;
+
+class RandomTokens final : public data::Dataset {
+ public:
+  RandomTokens(int64_t n, int64_t seq, int64_t vocab) : n_(n), seq_(seq), vocab_(vocab) {}
+  int64_t size() const override { return n_; }
+  data::Batch get_batch(std::span<const int64_t> idx, const data::EpochKey&) const override {
+    const int64_t b = static_cast<int64_t>(idx.size());
+    std::vector<int32_t> ids(static_cast<size_t>(b * seq_)), labels(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ids[i] = static_cast<int32_t>((i * 2654435761u + idx[0]) % static_cast<uint64_t>(vocab_));
+      labels[i] = static_cast<int32_t>((i * 40503u + 7) % static_cast<uint64_t>(vocab_));
+    }
+    data::Batch batch;
+    batch.set("input_ids", Tensor::from_vector_i32(ids, {b, seq_}));
+    batch.set("labels", Tensor::from_vector_i32(labels, {b, seq_}));
+    return batch;
+  }
+
+ private:
+  int64_t n_, seq_, vocab_;
+};
+
+struct Result {
+  double tokens_per_s;
+  memory::Report peaks;  // of the timed steps, this rank
+};
+
+Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t batch, int64_t seq,
+                int64_t steps) {
+  data::DataLoader loader(std::make_shared<RandomTokens>((steps + 1) * batch, seq, gpt.vocab_size),
+                          {.batch_size = batch, .prefetch = 0});
+  auto [sharded, rank_loader] = accelerate(std::make_shared<models::GPT2>(gpt, 0), loader, config);
+  optim::AdamW opt(sharded->param_groups(0.1), {.lr = 1e-4});
+  auto step = [&](const data::Batch& b) {
+    opt.zero_grad(/*set_to_none=*/false);
+    sharded->forward(b).loss.backward();
+    sharded->clip_grad_norm(1.0);
+    opt.step();
+  };
+  auto it = rank_loader.begin();
+  step(*it);  // warm-up: primitive creation, first-touch pages
+  ++it;
+  world().barrier();
+  memory::reset_peaks();
+  const auto start = std::chrono::steady_clock::now();
+  for (; it != rank_loader.end(); ++it) step(*it);
+  world().barrier();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {static_cast<double>(steps * batch * seq) / s, memory::report()};
+}
+
+double megabytes(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
+
+int run(int argc, char** argv) {
+  train::Args args(argc, argv);
+  const std::string model = args.get("model", "small");
+  const int64_t batch = args.get_int("batch", 8), seq = args.get_int("seq", 512);
+  const int64_t steps = args.get_int("steps", 2);
+  const double base_f32 = args.get_double("baseline-f32", 0), base_bf16 = args.get_double("baseline-bf16", 0);
+  const std::string out = args.get("out", world().size() == 1 ? "bench/results/strategies_single.json"
+                                                              : "bench/results/strategies.json");
+  args.finish();
+  models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
+  gpt.n_positions = std::max(gpt.n_positions, seq);
+
+  const std::vector<std::string> strategies =
+      world().size() == 1 ? std::vector<std::string>{"NO_SHARD"}
+                          : std::vector<std::string>{"NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP",
+                                                     "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+  std::vector<bench::Row> rows;
+  for (bool bf16 : {false, true}) {
+    const char* dt = bf16 ? "bf16" : "f32";
+    const double baseline = bf16 ? base_bf16 : base_f32;
+    double no_shard_state = 0;
+    for (const auto& name : strategies) {
+      Config config;
+      config.dist.distributed_type = DistributedType::FSDP;
+      config.dist.fsdp.sharding_strategy = parse_sharding_strategy(name, "strategy");
+      config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
+      config.compute.bf16 = bf16;
+      const Result r = run_case(gpt, config, batch, seq, steps);
+      using memory::Category;
+      const double state = megabytes(r.peaks[Category::parameters].peak +
+                                     r.peaks[Category::gradients].peak +
+                                     r.peaks[Category::optimizer_state].peak);
+      if (name == "NO_SHARD") no_shard_state = state;
+      const std::string label = name + " " + dt;
+      const bool full = name == "FULL_SHARD";
+      rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, baseline,
+                      "one process, 2 threads", full && baseline > 0 ? 0.9 : 0.0});
+      rows.push_back({label + " model state/rank", "MB", state, no_shard_state, "NO_SHARD",
+                      full && world().size() == 2 ? 0.55 : 0.0});
+      for (auto c : {Category::parameters, Category::gradients, Category::optimizer_state,
+                     Category::activations, Category::communication})
+        rows.push_back({label + " peak " + std::string(memory::category_name(c)), "MB",
+                        megabytes(r.peaks[c].peak), 0, "", 0});
+      if (world().rank() == 0) std::printf("%s: %.1f tokens/s\n", label.c_str(), r.tokens_per_s);
+      std::fflush(stdout);
+    }
+  }
+  if (world().rank() == 0)
+    bench::report("GPT-2 " + model + " through acc::accelerate, global batch " +
+                      std::to_string(batch) + " x " + std::to_string(seq) + ", " +
+                      std::to_string(world().size()) + " ranks x " +
+                      std::to_string(runtime::num_threads()) + " threads",
+                  rows, out, {{"cpu", bench::cpu_model()}, {"ranks", std::to_string(world().size())}});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  acc::Session session(argc, argv);
+  return acc::train::run_program("bench_strategies", [&] { return run(argc, argv); });
+}
