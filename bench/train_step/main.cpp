@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "acc/accelerate/accelerate.h"
 #include "acc/kernels/matmul.h"
 #include "acc/memory/allocator.h"
 #include "acc/models/gpt2.h"
 #include "acc/optim/optim.h"
+#include "acc/runtime/init.h"
 #include "acc/runtime/threads.h"
 #include "acc/train/cli.h"
 #include "acc/util/profiler.h"
@@ -66,7 +68,7 @@ struct StepParts {
   double total() const { return forward + backward + optimizer; }
 };
 
-StepParts train_step(models::GPT2& model, optim::AdamW& opt, const data::Batch& batch) {
+StepParts train_step(ShardedModel& model, optim::AdamW& opt, const data::Batch& batch) {
   using clock = std::chrono::steady_clock;
   StepParts s;
   auto t0 = clock::now();
@@ -77,7 +79,7 @@ StepParts train_step(models::GPT2& model, optim::AdamW& opt, const data::Batch& 
   auto t2 = clock::now();
   {
     ACC_PROFILE("clip_grad_norm + AdamW");
-    optim::clip_grad_norm(model.parameters(), 1.0);
+    model.clip_grad_norm(1.0);
     opt.step();
   }
   auto t3 = clock::now();
@@ -94,9 +96,14 @@ void run_case(const Case& c, double peak_f32, double peak_bf16, std::vector<Row>
   std::fflush(stdout);
   memory::reset_peaks();
   const auto before = memory::report();
-  models::GPT2 model(c.config, 0);
-  model.set_bf16_compute(c.bf16);
-  optim::AdamW opt(model.parameters(), {.lr = 1e-4, .weight_decay = 0.1});
+  // One process through the engine: what acc::accelerate gives a plain run (NO_SHARD on one
+  // rank), bf16 included, so this is the step users get.
+  Config config;
+  config.compute.bf16 = c.bf16;
+  std::shared_ptr<ShardedModel> sharded =
+      make_strategy(config)->wrap(std::make_shared<models::GPT2>(c.config, 0));
+  ShardedModel& model = *sharded;
+  optim::AdamW opt(model.param_groups(0.1), {.lr = 1e-4});
   const auto batch = random_batch(c.batch, c.seq, c.config.vocab_size);
   train_step(model, opt, batch);  // warm-up: primitives, optimizer state, page faults
 
@@ -187,5 +194,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  acc::Session session(argc, argv);
   return acc::train::run_program("bench_train_step", [&] { return run(argc, argv); });
 }

@@ -57,7 +57,7 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
     for (auto& [_, p] : model->named_parameters()) world()->broadcast(p, 0);
   }
   const bool bf16 = config().compute.bf16;
-  model->set_bf16_compute(bf16);  // the loss writes bf16 gradients; the linears see bf16 weights
+  model->set_compute_dtype(bf16 ? DType::bf16 : DType::f32);  // the loss's gradient dtype
   auto plans = plan_units(*model, fsdp);
   EngineOptions options{name(), {shard_group_, replicate_group_},
                         setting_ == ShardingStrategy::FULL_SHARD || setting_ == ShardingStrategy::HYBRID_SHARD,

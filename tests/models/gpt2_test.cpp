@@ -73,20 +73,24 @@ TEST(GPT2, InitIsKeyedBySeedAndName) {
   EXPECT_EQ(a.parameter("transformer.h.0.attn.c_attn.bias").to_vector(), std::vector<float>(72, 0.f));
 }
 
-TEST(GPT2, Bf16ComputeStaysCloseAndTrainsF32Weights) {
+TEST(GPT2, Bf16ParametersComputeInBf16AndStayClose) {
+  // What a strategy with mixed precision does: bf16 copies of the parameters in place of the
+  // f32 ones, and the model told its compute dtype. Every product then runs in bf16.
   GPT2 model(micro(), 5);
   auto batch = test::token_batch(2, 9, 61, 2);
   const float f32_loss = model.forward(batch).loss.item();
-  model.set_bf16_compute(true);
+  for (const auto& [name, p] : model.named_parameters()) model.set_parameter(name, p.to(DType::bf16));
+  model.set_compute_dtype(DType::bf16);
   Tensor loss = model.forward(batch).loss;
   // bf16 keeps 8 mantissa bits (relative 4e-3 per product input); the loss averages them out.
   EXPECT_NEAR(loss.item(), f32_loss, 2e-2);
+  EXPECT_NE(loss.item(), f32_loss);  // really computed from the rounded weights
   loss.backward();
   for (const auto& [name, p] : model.named_parameters()) {
-    EXPECT_EQ(p.dtype(), DType::f32) << name;
-    ASSERT_TRUE(p.grad().defined()) << name;
-    EXPECT_EQ(p.grad().dtype(), DType::f32) << name;
+    EXPECT_EQ(p.dtype(), DType::bf16) << name;
+    EXPECT_TRUE(p.grad().defined()) << name;
   }
+  EXPECT_THROW(model.set_compute_dtype(DType::i32), Error);
 }
 
 TEST(GPT2, TrainingStepsReduceLoss) {

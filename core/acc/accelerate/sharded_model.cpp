@@ -8,7 +8,7 @@ ShardedModel::ShardedModel(std::string type_name, std::shared_ptr<models::Model>
   register_module("module", module_);
 }
 
-void ShardedModel::set_bf16_compute(bool) {
+void ShardedModel::set_compute_dtype(DType) {
   ACC_FAIL(type_name(), ": mixed precision belongs to the strategy; set config.compute.bf16 ",
            "(mixed_precision: bf16 in the config file) before acc::accelerate()");
 }

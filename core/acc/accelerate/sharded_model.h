@@ -36,7 +36,7 @@ class ShardedModel : public models::Model {
   virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;
 
   // The strategy owns mixed precision (config.compute.bf16).
-  void set_bf16_compute(bool on) override;
+  void set_compute_dtype(DType dtype) override;
   double train_flops_per_token(int64_t seq_len) const override {
     return module_->train_flops_per_token(seq_len);
   }

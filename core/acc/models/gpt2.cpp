@@ -119,7 +119,7 @@ Tensor GPT2::logits(const Tensor& input_ids) {
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
   Tensor x = ops::add((*wte_)(input_ids), (*wpe_)(Tensor::from_vector_i32(positions, {T})));
   for (size_t i = 0; i < h_->size(); ++i) x = (*h_)[i](x);
-  return project_to_vocab((*ln_f_)(x), wte_->param("weight"), bf16_);
+  return project_to_vocab((*ln_f_)(x), wte_->param("weight"));
 }
 
 double GPT2::train_flops_per_token(int64_t seq_len) const {

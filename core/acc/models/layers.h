@@ -10,22 +10,17 @@
 
 namespace acc::models {
 
-// y = x W^T + b with W [out, in] f32 (the master copy). With bf16 compute on, the product runs
-// on a bf16 copy of W made in each forward (ops::cast passes the gradient back to W unchanged,
-// in f32), so the optimizer always updates f32 weights.
+// y = x W^T + b with W [out, in]. The product runs in W's dtype: f32, or bf16 when a strategy
+// with mixed precision has put bf16 views of its gathered parameters in place.
 class Linear : public nn::Linear {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, float init_std);
-  Tensor forward(const Tensor& x) override;
   // N(0, init_std) weight, zero bias, keyed by (seed, qualified name, element index).
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
-  void set_bf16(bool on) { bf16_ = on; }
-  bool bf16() const { return bf16_; }
 
  private:
   float init_std_;
   bool bias_;
-  bool bf16_ = false;
 };
 
 // Token / position table with N(0, init_std) init.
@@ -38,10 +33,7 @@ class Embedding : public nn::Embedding {
   float init_std_;
 };
 
-// x W^T with a table W [V, C] (a tied output head), in bf16 when asked.
-Tensor project_to_vocab(const Tensor& x, const Tensor& table, bool bf16);
-
-// Switches every models::Linear under root to bf16 compute (or back to f32).
-void set_bf16_compute(nn::Module& root, bool on);
+// x W^T with a table W [V, C] (a tied output head), in the table's dtype.
+Tensor project_to_vocab(const Tensor& x, const Tensor& table);
 
 }  // namespace acc::models

@@ -5,9 +5,10 @@
 
 namespace acc::models {
 
-void Model::set_bf16_compute(bool on) {
-  bf16_ = on;
-  models::set_bf16_compute(*this, on);
+void Model::set_compute_dtype(DType dtype) {
+  ACC_CHECK(is_floating(dtype), type_name(), ": compute dtype must be f32 or bf16, got ",
+            dtype_name(dtype));
+  compute_dtype_ = dtype;
 }
 
 int64_t Model::num_parameters() const {
@@ -27,7 +28,7 @@ ModelOutput CausalLM::forward(const data::Batch& batch) {
     const int64_t rows = labels.numel();
     // In bf16 compute the head's backward rounds dlogits to bf16: have the loss write them so.
     out.loss = ops::cross_entropy(ops::reshape(out.logits, {rows, vocab_size()}),
-                                  labels.view({rows}), ops::kIgnoreIndex, bf16_ ? DType::bf16 : DType::f32);
+                                  labels.view({rows}), ops::kIgnoreIndex, compute_dtype_);
   }
   return out;
 }

@@ -22,9 +22,11 @@ class Model : public nn::Module {
   using nn::Module::forward;
   virtual ModelOutput forward(const data::Batch& batch) = 0;
 
-  // Runs every linear layer (and a tied head) on bf16 copies of its f32 weights.
-  virtual void set_bf16_compute(bool on);
-  bool bf16_compute() const { return bf16_; }
+  // The dtype the parameters are computed in. Mixed precision is the strategy's (it gathers
+  // bf16 copies of the f32 master weights and sets this), so a model only needs it where it
+  // writes gradients itself: the loss writes its logits gradient in this dtype.
+  virtual void set_compute_dtype(DType dtype);
+  DType compute_dtype() const { return compute_dtype_; }
 
   // Model FLOPs of one training step (forward + backward) per token: what MFU is measured with.
   virtual double train_flops_per_token(int64_t seq_len) const = 0;
@@ -40,7 +42,7 @@ class Model : public nn::Module {
   int64_t num_parameters() const;
 
  protected:
-  bool bf16_ = false;
+  DType compute_dtype_ = DType::f32;
 };
 
 // A causal language model over token ids: batch["input_ids"] i32 [B, T] -> logits [B, T, V];

@@ -39,7 +39,7 @@ TEST(AccelerateErrors, InvalidConfigIsRejectedBeforeAnyStrategyStarts) {
 
 TEST(AccelerateErrors, MixedPrecisionBelongsToTheConfig) {
   auto [sharded, loader] = accelerate(make_model("mlp"), data::DataLoader(make_dataset("mlp", 8), {.batch_size = 4}), Config{});
-  const std::string error = error_of([&] { sharded->set_bf16_compute(true); });
+  const std::string error = error_of([&] { sharded->set_compute_dtype(DType::bf16); });
   EXPECT_NE(error.find("config.compute.bf16"), std::string::npos) << error;
 }
 
