@@ -72,9 +72,16 @@ void FlatUnit::release() {
   if (sharded()) full_.storage()->release();
 }
 
-void FlatUnit::begin_gradients() {
+void FlatUnit::begin_gradients(bool accumulate) {
   if (collecting_gradients()) return;
-  full_grad_ = new_buffer(full_.numel(), DType::f32, memory::Category::gradients);
+  accumulate_ = accumulate;
+  if (!sharded() && !accumulate) {  // the gradients are the shard's own: land them there
+    if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
+    grad_.zero_();
+    full_grad_ = grad_;
+  } else {
+    full_grad_ = new_buffer(full_.numel(), DType::f32, memory::Category::gradients);
+  }
   arrived_ = 0;
   for (auto& slot : slots_)
     if (slot.view.requires_grad()) slot.view.set_grad(full_grad_.slice_flat(slot.offset, slot.shape));
@@ -86,7 +93,7 @@ bool FlatUnit::gradient_arrived() {
   return ++arrived_ == static_cast<size_t>(trainable);
 }
 
-void FlatUnit::reduce_gradients(bool accumulate) {
+void FlatUnit::reduce_gradients() {
   ACC_CHECK(collecting_gradients(), "FSDP unit '", name_, "': no gradients to reduce");
   autograd::NoGradGuard no_grad;
   Tensor reduced = full_grad_;
@@ -97,10 +104,12 @@ void FlatUnit::reduce_gradients(bool accumulate) {
   }
   if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
   if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
-  if (accumulate)
-    autograd::add_into(grad_, reduced);
-  else
-    grad_.copy_(reduced);
+  if (!reduced.is_same(grad_)) {  // else the gradients were reduced in place
+    if (accumulate_)
+      autograd::add_into(grad_, reduced);
+    else
+      grad_.copy_(reduced);
+  }
   drop_gradients();
 }
 

@@ -8,7 +8,8 @@
 //                                   written by the optimizer in the same pass as master
 //   full       compute [padded]     the gathered unit; the model's parameters are views into
 //                                   it. With a shard group of one rank it *is* `compute`.
-//   full_grad  f32 [padded]         exists only during backward: the views' gradients land here
+//   full_grad  f32 [padded]         exists only during backward: the views' gradients land here.
+//                                   Unsharded and not accumulating, it *is* `grad` (no copy).
 //
 // Releasing `full` returns its bytes (Storage::release) while the views, and the tensors
 // autograd saved from them, keep naming the same storage; gather() refills it in place.
@@ -59,15 +60,16 @@ class FlatUnit {
 
   // --- gradients ---
   // Called when the first gradient of a backward pass reaches one of the unit's parameters:
-  // points every view's .grad into a zeroed full_grad.
-  void begin_gradients();
+  // points every view's .grad into a zeroed full_grad. With `accumulate` the reduced result is
+  // added to the shard's gradient (the optimizer kept it), else it replaces it.
+  void begin_gradients(bool accumulate);
   bool collecting_gradients() const { return full_grad_.defined(); }
   // Records one parameter's gradient as complete; true once every trainable one is.
   bool gradient_arrived();
   // Reduces full_grad over the shard group (reduce-scatter, average) and the replicate group
-  // (all-reduce, average) and adds it to the shard's gradient (or sets it, when the optimizer
-  // dropped it); frees full_grad and detaches the views' gradients.
-  void reduce_gradients(bool accumulate);
+  // (all-reduce, average) into the shard's gradient; frees full_grad and detaches the views'
+  // gradients.
+  void reduce_gradients();
   // Forgets a backward pass's gradients without reducing them (a pass that failed midway).
   void drop_gradients();
 
@@ -79,6 +81,7 @@ class FlatUnit {
   int64_t numel_ = 0, shard_ = 0;
   Tensor master_, grad_, compute_, full_, full_grad_;
   size_t arrived_ = 0;
+  bool accumulate_ = false;
 };
 
 }  // namespace acc::fsdp

@@ -76,7 +76,7 @@ void FsdpModel::hook_unit(size_t u) {
 }
 
 void FsdpModel::first_gradient(size_t u) {
-  units_[u]->begin_gradients();
+  units_[u]->begin_gradients(pieces_have_grads(u));
   if (backward_queued_) return;
   backward_queued_ = true;
   autograd::queue_callback([this] { finish_backward(); });
@@ -96,7 +96,7 @@ void FsdpModel::point_piece_grads(size_t u) {
 }
 
 void FsdpModel::unit_backward_done(size_t u) {
-  units_[u]->reduce_gradients(pieces_have_grads(u));
+  units_[u]->reduce_gradients();
   point_piece_grads(u);
   if (u + 1 < units_.size()) units_[u]->release();
 }
