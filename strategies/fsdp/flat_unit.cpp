@@ -96,14 +96,14 @@ bool FlatUnit::gradient_arrived() {
 void FlatUnit::reduce_gradients() {
   ACC_CHECK(collecting_gradients(), "FSDP unit '", name_, "': no gradients to reduce");
   autograd::NoGradGuard no_grad;
+  if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
   Tensor reduced = full_grad_;
   if (sharded()) {
-    memory::CategoryScope scope(memory::Category::gradients);
-    reduced = Tensor::empty({shard_});
+    // Straight into the shard's gradient unless it must be added to what is there.
+    reduced = accumulate_ ? new_buffer(shard_, DType::f32, memory::Category::gradients) : grad_;
     groups_.shard->reduce_scatter(full_grad_, reduced, dist::ReduceOp::avg);
   }
   if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
-  if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
   if (!reduced.is_same(grad_)) {  // else the gradients were reduced in place
     if (accumulate_)
       autograd::add_into(grad_, reduced);
