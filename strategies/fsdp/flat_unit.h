@@ -52,6 +52,7 @@ class FlatUnit {
   const Tensor& grad() const { return grad_; }
   const Tensor& compute_shard() const { return compute_; }
   bool sharded() const { return groups_.shard->size() > 1; }
+  const UnitGroups& groups() const { return groups_; }
 
   // --- parameters ---
   bool gathered() const { return !full_.storage()->released(); }

@@ -14,9 +14,11 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
                      EngineOptions options)
     : ShardedModel("FSDP(" + options.strategy + ")", std::move(module)), options_(std::move(options)) {
   for (auto& plan : plans) {
-    units_.push_back(std::make_unique<FlatUnit>(plan.name.empty() ? "<root>" : plan.name,
-                                                this->module(), plan.params, options_.groups,
-                                                options_.compute_dtype));
+    units_.push_back(std::make_unique<FlatUnit>(
+        plan.name.empty() ? "<root>" : plan.name, this->module(), plan.params,
+        plan.replicated ? options_.replicated_groups : options_.groups, options_.compute_dtype));
+    const bool own_boundary = !plan.replicated && !plan.name.empty();
+    call_boundaries_.push_back(own_boundary ? plan.module : nullptr);
   }
   // The optimizer's pieces: each original parameter's overlap with this rank's shard.
   for (size_t u = 0; u < units_.size(); ++u) {
@@ -54,11 +56,9 @@ void FsdpModel::hook_unit(size_t u) {
       if (units_[u]->gradient_arrived()) unit_backward_done(u);
     }));
   }
-  if (u + 1 == units_.size()) return;  // the root is gathered by forward(batch)
-  nn::Module* module = nullptr;
-  for (auto& [name, m] : this->module().named_modules())
-    if (name == unit.name()) module = m;
-  hooks_.push_back(module->add_call_wrapper(
+  nn::Module* boundary = call_boundaries_[u];
+  if (!boundary) return;  // the root: gathered by forward(batch); the replicated unit: always
+  hooks_.push_back(boundary->add_call_wrapper(
       [this, u](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
         FlatUnit& unit = *units_[u];
         unit.gather();
@@ -145,13 +145,16 @@ std::vector<optim::ParamGroup> FsdpModel::param_groups(double weight_decay) cons
 
 double FsdpModel::clip_grad_norm(double max_norm) {
   ACC_CHECK(max_norm > 0, type_name(), ": clip_grad_norm needs max_norm > 0, got ", max_norm);
-  double local = 0;
+  // Ranks of one shard group hold disjoint pieces, summed over the group; replicas (hybrid)
+  // hold the same pieces, and so does every rank of the ignored modules' unit: counted once.
+  double split = 0, whole = 0;
   for (const auto& piece : pieces_)
-    if (Tensor g = piece.master.grad(); g.defined()) local += optim::grad_square_sum(g);
-  // Ranks of one shard group hold disjoint pieces; replicas (hybrid) hold the same ones.
-  Tensor total = Tensor::from_vector({static_cast<float>(local)}, {1});
+    if (Tensor g = piece.master.grad(); g.defined())
+      (units_[piece.unit]->groups().shard == options_.groups.shard ? split : whole) +=
+          optim::grad_square_sum(g);
+  Tensor total = Tensor::from_vector({static_cast<float>(split)}, {1});
   options_.groups.shard->all_reduce(total);
-  const double norm = std::sqrt(static_cast<double>(total.item()));
+  const double norm = std::sqrt(static_cast<double>(total.item()) + whole);
   if (norm > max_norm) {
     const double scale = max_norm / norm;  // as optim::clip_grad_norm, so one rank matches it
     for (const auto& piece : pieces_)

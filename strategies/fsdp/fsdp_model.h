@@ -23,6 +23,7 @@ namespace acc::fsdp {
 struct EngineOptions {
   std::string strategy;        // for messages and the type name
   UnitGroups groups;
+  UnitGroups replicated_groups;  // the ignored modules': this rank alone x every rank
   bool reshard_after_forward;  // FULL_SHARD / HYBRID_SHARD
   DType compute_dtype;         // bf16 with mixed precision
 };
@@ -61,6 +62,7 @@ class FsdpModel final : public ShardedModel {
 
   EngineOptions options_;
   std::vector<std::unique_ptr<FlatUnit>> units_;  // the root last
+  std::vector<nn::Module*> call_boundaries_;      // per unit; null: gathered by forward(batch)
   std::vector<Piece> pieces_;
   std::vector<autograd::HookHandle> hooks_;
   bool backward_queued_ = false;

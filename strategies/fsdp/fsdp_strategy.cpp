@@ -1,6 +1,7 @@
 #include "fsdp_strategy.h"
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/dist/single_process_group.h"
 #include "acc/dist/subgroups.h"
 #include "acc/util/log.h"
 #include "fsdp_model.h"
@@ -46,6 +47,7 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   const std::vector<int> mesh{n / shard_size_, shard_size_};
   shard_group_ = dist::mesh_axis_group(*world, mesh, 1);
   replicate_group_ = dist::mesh_axis_group(*world, mesh, 0);
+  self_group_ = std::make_shared<dist::SingleProcessGroup>(world->name() + "/self", world->world_ranks()[world->rank()]);
 }
 
 std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> model) {
@@ -58,8 +60,8 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   }
   const bool bf16 = config().compute.bf16;
   model->set_compute_dtype(bf16 ? DType::bf16 : DType::f32);  // the loss's gradient dtype
-  auto plans = plan_units(*model, fsdp);
-  EngineOptions options{name(), {shard_group_, replicate_group_},
+  auto plans = plan_units(*model, fsdp, model->shared_parameters());
+  EngineOptions options{name(), {shard_group_, replicate_group_}, {self_group_, world()},
                         setting_ == ShardingStrategy::FULL_SHARD || setting_ == ShardingStrategy::HYBRID_SHARD,
                         bf16 ? DType::bf16 : DType::f32};
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),

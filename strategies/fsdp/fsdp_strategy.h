@@ -27,7 +27,7 @@ class FsdpStrategy final : public Strategy {
  private:
   ShardingStrategy setting_;
   int shard_size_ = 1;
-  std::shared_ptr<dist::ProcessGroup> shard_group_, replicate_group_;
+  std::shared_ptr<dist::ProcessGroup> shard_group_, replicate_group_, self_group_;
 };
 
 }  // namespace acc::fsdp

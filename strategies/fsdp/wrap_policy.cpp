@@ -55,25 +55,59 @@ std::vector<std::string> by_class(nn::Module& root, const std::vector<std::strin
   return units;
 }
 
+std::vector<std::string> by_callable(nn::Module& root, const WrapCallable& wrap) {
+  std::vector<std::string> units;
+  for (auto& [name, module] : root.named_modules())
+    if (!name.empty() && wrap.fn(*module, name)) units.push_back(name);
+  return units;
+}
+
+// Every name must be a module of root.
+void check_ignored(nn::Module& root, const std::vector<std::string>& ignored) {
+  std::set<std::string> names;
+  for (auto& [name, _] : root.named_modules()) names.insert(name);
+  for (const auto& name : ignored)
+    ACC_CHECK(!name.empty() && names.count(name), "fsdp_ignored_modules: '", name,
+              "' is no module of ", root.type_name(), " (qualified names such as 'transformer.wpe')");
+}
+
+bool under_any(const std::vector<std::string>& modules, const std::string& name) {
+  return std::any_of(modules.begin(), modules.end(),
+                     [&](const std::string& m) { return name == m || is_prefix_of(m, name); });
+}
+
 }  // namespace
 
-std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config) {
+std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config,
+                                 const std::vector<std::string>& shared) {
+  check_ignored(root, config.ignored_modules);
   std::vector<std::string> names;
-  switch (config.effective_wrap_policy()) {
-    case WrapPolicy::TRANSFORMER_BASED_WRAP: names = by_class(root, config.wrap_layer_cls); break;
-    case WrapPolicy::SIZE_BASED_WRAP: names = size_based(root, config.min_num_params); break;
-    case WrapPolicy::NO_WRAP: break;
+  if (config.wrap_fn) {
+    names = by_callable(root, config.wrap_fn);
+  } else {
+    switch (config.effective_wrap_policy()) {
+      case WrapPolicy::TRANSFORMER_BASED_WRAP: names = by_class(root, config.wrap_layer_cls); break;
+      case WrapPolicy::SIZE_BASED_WRAP: names = size_based(root, config.min_num_params); break;
+      case WrapPolicy::NO_WRAP: break;
+    }
   }
+  std::erase_if(names, [&](const std::string& n) { return under_any(config.ignored_modules, n); });
   // Each parameter goes to the innermost unit whose module contains it.
   std::vector<UnitPlan> plans;
   std::map<std::string, nn::Module*> modules;
   for (auto& [name, module] : root.named_modules()) modules[name] = module;
+  plans.push_back(UnitPlan{"<ignored>", nullptr, {}, true});
   for (const auto& n : names) plans.push_back(UnitPlan{n, modules.at(n), {}});
   plans.push_back(UnitPlan{"", &root, {}});
   for (auto& [pname, p] : root.named_parameters()) {
+    if (under_any(config.ignored_modules, pname)) {
+      plans.front().params.emplace_back(pname, p);
+      continue;
+    }
     UnitPlan* owner = &plans.back();
+    const bool in_root = std::find(shared.begin(), shared.end(), pname) != shared.end();
     for (auto& plan : plans)
-      if (!plan.name.empty() && is_prefix_of(plan.name, pname) &&
+      if (!in_root && !plan.replicated && !plan.name.empty() && is_prefix_of(plan.name, pname) &&
           (owner->name.empty() || plan.name.size() > owner->name.size()))
         owner = &plan;
     owner->params.emplace_back(pname, p);

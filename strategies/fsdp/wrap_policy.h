@@ -5,8 +5,10 @@
 //   SIZE_BASED_WRAP         bottom-up, every module whose not-yet-wrapped parameters reach
 //                           min_num_params
 //   NO_WRAP                 none
+//   a callable (C++)        every module it returns true for; it decides instead of the above
 // The root always is a unit too, holding every parameter no other unit took. Units may nest:
-// an inner unit's parameters belong to it, not to the unit around it.
+// an inner unit's parameters belong to it, not to the unit around it. Ignored modules
+// (fsdp_ignored_modules) form one more unit that is never sharded, only replicated.
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,10 +22,14 @@ struct UnitPlan {
   std::string name;      // the module's qualified name ("" for the root)
   nn::Module* module;    // whose call boundary the unit hooks (the root model for the root)
   std::vector<std::pair<std::string, Tensor>> params;  // qualified names in the root model
+  bool replicated = false;  // the ignored modules' unit: whole on every rank
 };
 
-// Units in module registration order, the root last. A class name that matches no
-// module is an error listing the module types present.
-std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config);
+// The replicated unit first (if any modules are ignored), then units in module registration
+// order, the root last. A class name or ignored module that matches no module is an error
+// listing what the model has. `shared` parameters (Model::shared_parameters) stay in the root,
+// which is gathered for the whole step.
+std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config,
+                                 const std::vector<std::string>& shared);
 
 }  // namespace acc::fsdp

@@ -122,6 +122,21 @@ TEST(Config, EffectiveWrapPolicy) {
   EXPECT_EQ(f.effective_wrap_policy(), WrapPolicy::NO_WRAP);
 }
 
+TEST(Config, ACallableWrapPolicyDecidesAndComparesBySetOrNot) {
+  Config with, other;
+  with.dist.distributed_type = DistributedType::FSDP;
+  with.dist.fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;  // no classes: invalid alone
+  with.dist.fsdp.auto_wrap_policy_set = true;
+  EXPECT_THROW(with.validate(), Error);
+  with.dist.fsdp.wrap_fn.fn = [](const nn::Module&, const std::string&) { return false; };
+  EXPECT_NO_THROW(with.validate());
+  other = with;
+  other.dist.fsdp.wrap_fn.fn = [](const nn::Module&, const std::string&) { return true; };
+  EXPECT_EQ(with, other);  // a callable cannot be compared, only whether there is one
+  other.dist.fsdp.wrap_fn.fn = nullptr;
+  EXPECT_NE(with, other);
+}
+
 TEST(Config, ValidateAcceptsDefaultsAndAWellFormedSpmdConfig) {
   EXPECT_NO_THROW(Config{}.validate());
   Config spmd;

@@ -238,6 +238,7 @@ Config everything_set() {
   f.activation_checkpointing = true;
   f.use_orig_params = false;
   f.reduce_bf16 = true;
+  f.ignored_modules = {"transformer.wpe", "lm_head"};
   c.dist.spmd = {{2, 4}, {"data", "model"}, "rules.yaml"};
   return c;
 }
@@ -268,6 +269,8 @@ TEST(ConfigYaml, ToYamlWritesOnlyWhatIsSet) {
   EXPECT_PRED_FORMAT2(::testing::IsSubstring,
                       "fsdp_transformer_layer_cls_to_wrap: GPT2Block,LlamaDecoderLayer\n", everything);
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "mesh_shape: [2, 4]\n", everything);
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring, "fsdp_ignored_modules: [transformer.wpe, lm_head]\n",
+                      everything);
 }
 
 }  // namespace

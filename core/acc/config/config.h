@@ -8,10 +8,24 @@
 // `warnings` (and logged once by load/from_file); a key nobody knows, or a bad value, is an
 // error naming the key, the value and what is allowed.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace acc {
+
+namespace nn {
+class Module;
+}
+
+// A wrap policy written in C++ (PyTorch's callable auto_wrap_policy): true makes `module`, whose
+// qualified name is `name`, an FSDP unit. It has no YAML form; two configs compare equal when
+// both have one or neither has.
+struct WrapCallable {
+  std::function<bool(const nn::Module& module, const std::string& name)> fn;
+  explicit operator bool() const { return static_cast<bool>(fn); }
+  bool operator==(const WrapCallable& other) const { return bool(*this) == bool(other); }
+};
 
 // FSDP's sharding strategies, numbered as in Hugging Face accelerate (1-5).
 enum class ShardingStrategy { FULL_SHARD = 1, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 };
@@ -49,6 +63,10 @@ struct FsdpConfig {
   bool auto_wrap_policy_set = false;          // true when a file or the user chose the policy
   std::vector<std::string> wrap_layer_cls;   // fsdp_transformer_layer_cls_to_wrap
   int64_t min_num_params = 0;                // fsdp_min_num_params
+  WrapCallable wrap_fn;                      // C++ only; when set it decides instead of the policy
+  // Modules (qualified names, e.g. "transformer.wpe") whose parameters stay whole on every rank,
+  // their gradients averaged as NO_SHARD's are (fsdp_ignored_modules, acc's key).
+  std::vector<std::string> ignored_modules;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
   bool forward_prefetch = false;
   bool offload_params = false;

@@ -163,6 +163,7 @@ Section fsdp_keys(Config& c) {
        }},
       {"fsdp_transformer_layer_cls_to_wrap", class_list_key(f.wrap_layer_cls)},
       {"fsdp_min_num_params", int_key(f.min_num_params, int64_t{0})},
+      {"fsdp_ignored_modules", list_key(f.ignored_modules, "a module name")},
       {"fsdp_backward_prefetch", backward_prefetch},
       {"fsdp_backward_prefetch_policy", backward_prefetch},  // older accelerate's name
       {"fsdp_forward_prefetch", bool_key(f.forward_prefetch)},
@@ -233,6 +234,7 @@ void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
   if (f.auto_wrap_policy_set) put(out, "fsdp_auto_wrap_policy", to_string(f.auto_wrap_policy));
   put(out, "fsdp_transformer_layer_cls_to_wrap", join(f.wrap_layer_cls, ","));
   put(out, "fsdp_min_num_params", f.min_num_params);
+  if (!f.ignored_modules.empty()) put(out, "fsdp_ignored_modules", YAML::Flow, f.ignored_modules);
   put(out, "fsdp_backward_prefetch", to_string(f.backward_prefetch));
   put(out, "fsdp_forward_prefetch", f.forward_prefetch);
   put(out, "fsdp_offload_params", f.offload_params);

@@ -76,6 +76,8 @@ class GPT2 : public CausalLM {
   std::string name_from_file(const std::string& file_name) const override;
   bool stored_transposed(const std::string& name) const override;
   bool ignored_in_file(const std::string& name) const override;
+  // The head is wte itself, read at the end of the forward.
+  std::vector<std::string> shared_parameters() const override { return {"transformer.wte.weight"}; }
 
  private:
   GPT2Config config_;

@@ -5,6 +5,7 @@
 // call their blocks through Module::operator(), where strategies hook them.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "acc/data/dataset.h"
 #include "acc/nn/module.h"
@@ -40,6 +41,11 @@ class Model : public nn::Module {
   virtual bool ignored_in_file(const std::string& /*name*/) const { return false; }
 
   int64_t num_parameters() const;
+
+  // Parameters the model reads outside the call of the module that owns them (a head tied to
+  // the token embedding): a sharding strategy keeps them in the unit that is gathered for the
+  // whole step.
+  virtual std::vector<std::string> shared_parameters() const { return {}; }
 
  protected:
   DType compute_dtype_ = DType::f32;
