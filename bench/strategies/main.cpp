@@ -53,7 +53,7 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
   auto [sharded, rank_loader] = accelerate(std::make_shared<models::GPT2>(gpt, 0), loader, config);
   optim::AdamW opt(sharded->param_groups(0.1), {.lr = 1e-4});
   auto step = [&](const data::Batch& b) {
-    opt.zero_grad(/*set_to_none=*/false);
+    opt.zero_grad();
     sharded->forward(b).loss.backward();
     sharded->clip_grad_norm(1.0);
     opt.step();

@@ -72,50 +72,50 @@ void FlatUnit::release() {
   if (sharded()) full_.storage()->release();
 }
 
-void FlatUnit::begin_gradients(bool accumulate) {
-  if (collecting_gradients()) return;
+void FlatUnit::begin_pass(bool accumulate) {
+  if (in_pass_) return;
+  in_pass_ = true;
   accumulate_ = accumulate;
-  if (!sharded() && !accumulate) {  // the gradients are the shard's own: land them there
-    if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
-    grad_.zero_();
-    full_grad_ = grad_;
-  } else {
-    full_grad_ = new_buffer(full_.numel(), DType::f32, memory::Category::gradients);
-  }
   arrived_ = 0;
-  for (auto& slot : slots_)
-    if (slot.view.requires_grad()) slot.view.set_grad(full_grad_.slice_flat(slot.offset, slot.shape));
+  if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
+  if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 
-bool FlatUnit::gradient_arrived() {
+void FlatUnit::reduce_slot(size_t i, const Tensor& grad) {
+  ACC_CHECK(in_pass_, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
+  autograd::NoGradGuard no_grad;
+  const Slot& slot = slots_[i];
+  const int64_t numel = shape_numel(slot.shape);
+  // The slot spans [offset, offset + numel) of the flat buffer; rank r keeps its overlap with
+  // [r * shard, (r + 1) * shard), so the overlaps in rank order tile the slot.
+  const int ranks = groups_.shard->size();
+  std::vector<int64_t> counts(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const int64_t lo = std::max(slot.offset, r * shard_);
+    const int64_t hi = std::min(slot.offset + numel, (r + 1) * shard_);
+    counts[static_cast<size_t>(r)] = std::max<int64_t>(0, hi - lo);
+  }
+  const int me = groups_.shard->rank();
+  const int64_t mine = counts[static_cast<size_t>(me)];
+  const int64_t at = std::max(slot.offset, me * shard_) - me * shard_;  // in this rank's shard
+  Tensor target = grad_.slice_flat(mine ? at : 0, {mine});
+  // Straight into the shard's gradient unless it must be added to what the optimizer kept.
+  Tensor reduced = accumulate_ ? new_buffer(mine, DType::f32, memory::Category::gradients) : target;
+  const Tensor flat = grad.view({numel});
+  if (sharded())
+    groups_.shard->reduce_scatter_v(flat, reduced, counts, dist::ReduceOp::avg);
+  else
+    reduced.copy_(flat);
+  if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
+  if (accumulate_) autograd::add_into(target, reduced);
+}
+
+bool FlatUnit::slot_done() {
   const auto trainable = std::count_if(slots_.begin(), slots_.end(),
                                        [](const Slot& s) { return s.view.requires_grad(); });
   return ++arrived_ == static_cast<size_t>(trainable);
 }
 
-void FlatUnit::reduce_gradients() {
-  ACC_CHECK(collecting_gradients(), "FSDP unit '", name_, "': no gradients to reduce");
-  autograd::NoGradGuard no_grad;
-  if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
-  Tensor reduced = full_grad_;
-  if (sharded()) {
-    // Straight into the shard's gradient unless it must be added to what is there.
-    reduced = accumulate_ ? new_buffer(shard_, DType::f32, memory::Category::gradients) : grad_;
-    groups_.shard->reduce_scatter(full_grad_, reduced, dist::ReduceOp::avg);
-  }
-  if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
-  if (!reduced.is_same(grad_)) {  // else the gradients were reduced in place
-    if (accumulate_)
-      autograd::add_into(grad_, reduced);
-    else
-      grad_.copy_(reduced);
-  }
-  drop_gradients();
-}
-
-void FlatUnit::drop_gradients() {
-  for (auto& slot : slots_) slot.view.set_grad(Tensor());
-  full_grad_ = Tensor();
-}
+void FlatUnit::end_pass() { in_pass_ = false; }
 
 }  // namespace acc::fsdp

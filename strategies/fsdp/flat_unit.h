@@ -8,8 +8,6 @@
 //                                   written by the optimizer in the same pass as master
 //   full       compute [padded]     the gathered unit; the model's parameters are views into
 //                                   it. With a shard group of one rank it *is* `compute`.
-//   full_grad  f32 [padded]         exists only during backward: the views' gradients land here.
-//                                   Unsharded and not accumulating, it *is* `grad` (no copy).
 //
 // Releasing `full` returns its bytes (Storage::release) while the views, and the tensors
 // autograd saved from them, keep naming the same storage; gather() refills it in place.
@@ -60,19 +58,18 @@ class FlatUnit {
   void release();  // return `full`'s bytes (no-op for an unsharded unit)
 
   // --- gradients ---
-  // Called when the first gradient of a backward pass reaches one of the unit's parameters:
-  // points every view's .grad into a zeroed full_grad. With `accumulate` the reduced result is
-  // added to the shard's gradient (the optimizer kept it), else it replaces it.
-  void begin_gradients(bool accumulate);
-  bool collecting_gradients() const { return full_grad_.defined(); }
-  // Records one parameter's gradient as complete; true once every trainable one is.
-  bool gradient_arrived();
-  // Reduces full_grad over the shard group (reduce-scatter, average) and the replicate group
-  // (all-reduce, average) into the shard's gradient; frees full_grad and detaches the views'
-  // gradients.
-  void reduce_gradients();
-  // Forgets a backward pass's gradients without reducing them (a pass that failed midway).
-  void drop_gradients();
+  // Each parameter's gradient of a pass is reduced as soon as it is complete, straight from
+  // autograd into this rank's part of `grad`: no unit-sized gradient buffer exists.
+  // begin_pass runs at the first gradient of a pass; with `accumulate` the reduced gradients
+  // are added to what the optimizer kept, else they replace it.
+  void begin_pass(bool accumulate);
+  bool in_pass() const { return in_pass_; }
+  // Slot i's gradient: reduce-scattered (average) over the shard group into this rank's part,
+  // then all-reduced (average) over the replicate group. A collective.
+  void reduce_slot(size_t i, const Tensor& grad);
+  // Counts one trainable parameter as done; true once every one is.
+  bool slot_done();
+  void end_pass();
 
  private:
   std::string name_;
@@ -80,9 +77,9 @@ class FlatUnit {
   DType compute_dtype_;
   std::vector<Slot> slots_;
   int64_t numel_ = 0, shard_ = 0;
-  Tensor master_, grad_, compute_, full_, full_grad_;
+  Tensor master_, grad_, compute_, full_;
   size_t arrived_ = 0;
-  bool accumulate_ = false;
+  bool in_pass_ = false, accumulate_ = false;
 };
 
 }  // namespace acc::fsdp

@@ -46,14 +46,15 @@ FsdpModel::~FsdpModel() {
 
 void FsdpModel::hook_unit(size_t u) {
   FlatUnit& unit = *units_[u];
-  for (const auto& slot : unit.slots()) {
-    if (!slot.view.requires_grad()) continue;
-    hooks_.push_back(autograd::autograd_meta(slot.view).hooks.add([this, u](const Tensor&) {
+  for (size_t i = 0; i < unit.slots().size(); ++i) {
+    const Tensor& view = unit.slots()[i].view;
+    if (!view.requires_grad()) continue;
+    hooks_.push_back(autograd::set_gradient_sink(view, [this, u, i](const Tensor& grad) {
       first_gradient(u);
-      return Tensor();
+      units_[u]->reduce_slot(i, grad);
     }));
-    hooks_.push_back(autograd::register_post_accumulate_hook(slot.view, [this, u](Tensor&) {
-      if (units_[u]->gradient_arrived()) unit_backward_done(u);
+    hooks_.push_back(autograd::register_post_accumulate_hook(view, [this, u](Tensor&) {
+      if (units_[u]->slot_done()) unit_backward_done(u);
     }));
   }
   nn::Module* boundary = call_boundaries_[u];
@@ -76,7 +77,7 @@ void FsdpModel::hook_unit(size_t u) {
 }
 
 void FsdpModel::first_gradient(size_t u) {
-  units_[u]->begin_gradients(pieces_have_grads(u));
+  units_[u]->begin_pass(pieces_have_grads(u));
   if (backward_queued_) return;
   backward_queued_ = true;
   autograd::queue_callback([this] { finish_backward(); });
@@ -96,7 +97,7 @@ void FsdpModel::point_piece_grads(size_t u) {
 }
 
 void FsdpModel::unit_backward_done(size_t u) {
-  units_[u]->reduce_gradients();
+  units_[u]->end_pass();
   point_piece_grads(u);
   if (u + 1 < units_.size()) units_[u]->release();
 }
@@ -105,14 +106,14 @@ void FsdpModel::finish_backward() {
   backward_queued_ = false;
   // Units some of whose parameters got no gradient this pass, in the same order on every rank.
   for (size_t u = 0; u < units_.size(); ++u)
-    if (units_[u]->collecting_gradients()) unit_backward_done(u);
+    if (units_[u]->in_pass()) unit_backward_done(u);
   root().release();
 }
 
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
-  if (backward_queued_) {  // the last backward threw before its end: start from clean gradients
+  if (backward_queued_) {  // the last backward threw before its end: its pass is over
     backward_queued_ = false;
-    for (auto& unit : units_) unit->drop_gradients();
+    for (auto& unit : units_) unit->end_pass();
   }
   root().gather();
   models::ModelOutput out = module().forward(batch);

@@ -6,9 +6,10 @@
 //             the head); every other unit gathers at its call and, when resharding after
 //             forward (FULL_SHARD, HYBRID_SHARD), releases its gathered buffer right after.
 //   backward  a hook on a unit's output gradient re-gathers it before any of its backward runs;
-//             once every parameter of the unit has its gradient, the unit reduces them into
-//             the shards and releases its gathered buffer; at the end of the pass the rest
-//             (unused parameters, the root) are reduced and released.
+//             each parameter's gradient goes from autograd (a gradient sink) straight into a
+//             reduce-scatter into the shards; once every parameter of the unit has had its
+//             gradient the unit releases its gathered buffer; at the end of the pass the rest
+//             (units with unused parameters, the root) are closed and released.
 #include <memory>
 #include <string>
 #include <vector>

@@ -117,6 +117,24 @@ TEST(Engine, PostAccumulateHookRunsAfterGradIsUpdatedAndCanBeRemoved) {
   EXPECT_THROW(autograd::register_post_accumulate_hook(ops::scale(x, 1.0), [](Tensor&) {}), Error);
 }
 
+TEST(Engine, GradientSinkTakesTheSummedGradientInsteadOfGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  std::vector<std::vector<float>> sunk;
+  int after = 0;
+  auto sink = autograd::set_gradient_sink(x, [&](const Tensor& g) { sunk.push_back(g.to_vector()); });
+  autograd::register_post_accumulate_hook(x, [&](Tensor&) { ++after; });
+  ops::sum(ops::add(ops::scale(x, 3.0), ops::mul(x, x))).backward();  // two uses: one call
+  ASSERT_EQ(sunk.size(), 1u);
+  EXPECT_EQ(sunk[0], (std::vector<float>{5, 7}));  // 3 + 2x
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_EQ(after, 1);
+  EXPECT_THROW(autograd::set_gradient_sink(x, [](const Tensor&) {}), Error);  // one sink a leaf
+  sink.remove();
+  ops::sum(x).backward();
+  EXPECT_EQ(sunk.size(), 1u);
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{1, 1}));
+}
+
 TEST(Engine, QueuedCallbackRunsOnceWhenBackwardEnds) {
   Tensor a = leaf({1}, {1}), b = leaf({2}, {1});
   int calls = 0;

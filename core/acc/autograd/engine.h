@@ -27,6 +27,11 @@ void queue_callback(std::function<void()> fn);
 // recomputation (activation checkpointing), not a first forward.
 bool in_backward();
 
+// sink(grad) receives the leaf's whole gradient of each backward pass (the sum over every use
+// of the leaf) instead of leaf.grad: a sharding strategy reduce-scatters it straight into the
+// shards, so no full-size gradient is ever stored. The handle removes the sink.
+HookHandle set_gradient_sink(const Tensor& leaf, std::function<void(const Tensor& grad)> sink);
+
 // fn(leaf) runs after a backward pass has updated leaf.grad(); this is where a sharding
 // strategy reduce-scatters a gradient as soon as it is complete.
 HookHandle register_post_accumulate_hook(const Tensor& leaf, PostAccumulateHook fn);

@@ -53,6 +53,9 @@ struct AutogradMeta {
   std::weak_ptr<Node> accumulator;
   HookList<TensorHook> hooks;  // leaf hooks (a non-leaf's hooks live on its grad_fn)
   HookList<PostAccumulateHook> post_accumulate_hooks;
+  // When set, takes the leaf's complete gradient of a pass instead of .grad (see
+  // set_gradient_sink).
+  std::function<void(const Tensor& grad)> gradient_sink;
 };
 
 // The node a gradient for `t` must be sent to: its grad_fn, its leaf accumulator (created on

@@ -10,7 +10,8 @@ namespace autograd {
 namespace {
 
 // Sends the gradient reaching a leaf into leaf.grad (created on first use, with the leaf's
-// dtype, counted as gradients), then runs the leaf's post-accumulate hooks.
+// dtype, counted as gradients) or to its gradient sink, then runs the leaf's post-accumulate
+// hooks.
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf)
@@ -21,7 +22,9 @@ class AccumulateGrad final : public Node {
     Tensor grad = incoming;
     for (auto& hook : meta.hooks.snapshot())
       if (Tensor replaced = hook(grad); replaced.defined()) grad = replaced;
-    {
+    if (meta.gradient_sink) {
+      meta.gradient_sink(grad);
+    } else {
       memory::CategoryScope scope(memory::Category::gradients);
       if (!meta.grad.defined()) {
         meta.grad = Tensor::empty(leaf_->shape, leaf_->dtype);
@@ -57,6 +60,18 @@ std::shared_ptr<Node> gradient_edge(const Tensor& t) {
   auto created = std::make_shared<AccumulateGrad>(t.impl());
   meta.accumulator = created;
   return created;
+}
+
+HookHandle set_gradient_sink(const Tensor& leaf, std::function<void(const Tensor&)> sink) {
+  ACC_CHECK(leaf.requires_grad() && !leaf.grad_fn(), "set_gradient_sink: needs a leaf that ",
+            "requires grad, got ", leaf.describe());
+  AutogradMeta& meta = autograd_meta(leaf);
+  ACC_CHECK(!meta.gradient_sink, "set_gradient_sink: ", leaf.describe(), " already has a sink");
+  meta.gradient_sink = std::move(sink);
+  std::weak_ptr<AutogradMeta> weak = leaf.impl()->autograd;
+  return HookHandle([weak] {
+    if (auto m = weak.lock()) m->gradient_sink = nullptr;
+  });
 }
 
 HookHandle register_post_accumulate_hook(const Tensor& leaf, PostAccumulateHook fn) {
