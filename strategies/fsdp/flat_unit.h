@@ -43,7 +43,6 @@ class FlatUnit {
 
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
-  int64_t numel() const { return numel_; }        // sum of the parameters' sizes
   int64_t shard_numel() const { return shard_; }  // per rank, padding included
   int64_t shard_begin() const;                    // this rank's first flat index
   const Tensor& master() const { return master_; }

@@ -168,8 +168,9 @@ std::vector<std::pair<std::string, Tensor>> FsdpModel::full_parameters() {
   autograd::NoGradGuard no_grad;
   std::map<std::string, Tensor> gathered;
   for (auto& unit : units_) {
-    Tensor full = Tensor::empty({unit->shard_numel() * options_.groups.shard->size()});
-    options_.groups.shard->all_gather(unit->master(), full);
+    const auto& group = unit->groups().shard;
+    Tensor full = Tensor::empty({unit->shard_numel() * group->size()});
+    group->all_gather(unit->master(), full);
     for (const auto& slot : unit->slots())
       gathered[slot.name] = full.slice_flat(slot.offset, slot.shape).clone();
   }

@@ -25,6 +25,9 @@ void warn_unapplied(const FsdpConfig& c) {
   if (c.forward_prefetch) warn("fsdp_forward_prefetch");
   if (c.cpu_ram_efficient_loading) warn("fsdp_cpu_ram_efficient_loading");
   if (c.reduce_bf16) warn("fsdp_reduce_dtype");
+  // acc always keeps the original parameters, as views into the flat buffer.
+  if (!c.use_orig_params) warn("fsdp_use_orig_params");
+  if (!c.flatten_parameters) warn("flatten_parameters");
 }
 
 }  // namespace
