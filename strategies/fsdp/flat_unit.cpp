@@ -72,20 +72,32 @@ void FlatUnit::release() {
   if (sharded()) full_.storage()->release();
 }
 
-void FlatUnit::begin_pass(bool accumulate) {
+void FlatUnit::begin_pass(bool accumulate, bool sync) {
   if (in_pass_) return;
   in_pass_ = true;
   accumulate_ = accumulate;
+  sync_ = sync;
   arrived_ = 0;
+  if (!sync_) {
+    if (!local_.defined()) local_ = new_buffer(full_.numel(), DType::f32, memory::Category::gradients);
+    return;
+  }
   if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 
-void FlatUnit::reduce_slot(size_t i, const Tensor& grad) {
+void FlatUnit::take_gradient(size_t i, const Tensor& grad) {
   ACC_CHECK(in_pass_, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
   autograd::NoGradGuard no_grad;
   const Slot& slot = slots_[i];
   const int64_t numel = shape_numel(slot.shape);
+  Tensor flat = grad.view({numel});
+  if (local_.defined()) {  // no_sync passes summed gradients here: add this one
+    Tensor summed = local_.slice_flat(slot.offset, {numel});
+    autograd::add_into(summed, flat);
+    if (!sync_) return;
+    flat = summed;
+  }
   // The slot spans [offset, offset + numel) of the flat buffer; rank r keeps its overlap with
   // [r * shard, (r + 1) * shard), so the overlaps in rank order tile the slot.
   const int ranks = groups_.shard->size();
@@ -101,7 +113,6 @@ void FlatUnit::reduce_slot(size_t i, const Tensor& grad) {
   Tensor target = grad_.slice_flat(mine ? at : 0, {mine});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
   Tensor reduced = accumulate_ ? new_buffer(mine, DType::f32, memory::Category::gradients) : target;
-  const Tensor flat = grad.view({numel});
   if (sharded())
     groups_.shard->reduce_scatter_v(flat, reduced, counts, dist::ReduceOp::avg);
   else
@@ -116,6 +127,9 @@ bool FlatUnit::slot_done() {
   return ++arrived_ == static_cast<size_t>(trainable);
 }
 
-void FlatUnit::end_pass() { in_pass_ = false; }
+void FlatUnit::end_pass() {
+  in_pass_ = false;
+  if (sync_) local_ = Tensor();  // reduced: the local sum is spent
+}
 
 }  // namespace acc::fsdp

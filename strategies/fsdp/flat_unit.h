@@ -60,12 +60,16 @@ class FlatUnit {
   // Each parameter's gradient of a pass is reduced as soon as it is complete, straight from
   // autograd into this rank's part of `grad`: no unit-sized gradient buffer exists.
   // begin_pass runs at the first gradient of a pass; with `accumulate` the reduced gradients
-  // are added to what the optimizer kept, else they replace it.
-  void begin_pass(bool accumulate);
+  // are added to what the optimizer kept, else they replace it. A pass without `sync`
+  // (no_sync) only sums the gradients into a local unit-sized buffer, which the next syncing
+  // pass reduces together with its own and frees.
+  void begin_pass(bool accumulate, bool sync);
   bool in_pass() const { return in_pass_; }
-  // Slot i's gradient: reduce-scattered (average) over the shard group into this rank's part,
-  // then all-reduced (average) over the replicate group. A collective.
-  void reduce_slot(size_t i, const Tensor& grad);
+  bool syncing() const { return sync_; }
+  // Slot i's gradient: summed locally (no sync), or (with what no_sync passes summed)
+  // reduce-scattered (average) over the shard group into this rank's part, then all-reduced
+  // (average) over the replicate group: a collective.
+  void take_gradient(size_t i, const Tensor& grad);
   // Counts one trainable parameter as done; true once every one is.
   bool slot_done();
   void end_pass();
@@ -77,8 +81,9 @@ class FlatUnit {
   std::vector<Slot> slots_;
   int64_t numel_ = 0, shard_ = 0;
   Tensor master_, grad_, compute_, full_;
+  Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
   size_t arrived_ = 0;
-  bool in_pass_ = false, accumulate_ = false;
+  bool in_pass_ = false, accumulate_ = false, sync_ = true;
 };
 
 }  // namespace acc::fsdp

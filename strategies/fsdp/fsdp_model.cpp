@@ -51,7 +51,7 @@ void FsdpModel::hook_unit(size_t u) {
     if (!view.requires_grad()) continue;
     hooks_.push_back(autograd::set_gradient_sink(view, [this, u, i](const Tensor& grad) {
       first_gradient(u);
-      units_[u]->reduce_slot(i, grad);
+      units_[u]->take_gradient(i, grad);
     }));
     hooks_.push_back(autograd::register_post_accumulate_hook(view, [this, u](Tensor&) {
       if (units_[u]->slot_done()) unit_backward_done(u);
@@ -77,7 +77,7 @@ void FsdpModel::hook_unit(size_t u) {
 }
 
 void FsdpModel::first_gradient(size_t u) {
-  units_[u]->begin_pass(pieces_have_grads(u));
+  units_[u]->begin_pass(pieces_have_grads(u), sync_);
   if (backward_queued_) return;
   backward_queued_ = true;
   autograd::queue_callback([this] { finish_backward(); });
@@ -97,8 +97,9 @@ void FsdpModel::point_piece_grads(size_t u) {
 }
 
 void FsdpModel::unit_backward_done(size_t u) {
+  const bool synced = units_[u]->syncing();
   units_[u]->end_pass();
-  point_piece_grads(u);
+  if (synced) point_piece_grads(u);  // a no_sync pass leaves the shards' gradients as they were
   if (u + 1 < units_.size()) units_[u]->release();
 }
 

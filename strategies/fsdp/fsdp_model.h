@@ -53,6 +53,7 @@ class FsdpModel final : public ShardedModel {
     bool decays;
   };
 
+  void set_gradient_sync(bool on) override { sync_ = on; }
   void hook_unit(size_t u);
   void first_gradient(size_t u);
   void unit_backward_done(size_t u);
@@ -67,6 +68,7 @@ class FsdpModel final : public ShardedModel {
   std::vector<Piece> pieces_;
   std::vector<autograd::HookHandle> hooks_;
   bool backward_queued_ = false;
+  bool sync_ = true;  // off inside no_sync()
 };
 
 }  // namespace acc::fsdp

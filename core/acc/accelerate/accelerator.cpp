@@ -1,6 +1,7 @@
 #include "acc/accelerate/accelerator.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "acc/ops/ops.h"
 #include "acc/runtime/init.h"
@@ -32,6 +33,8 @@ void Accelerator::backward(const Tensor& loss) {
 
 void Accelerator::accumulate(const std::function<void()>& body) {
   sync_gradients_ = ++micro_step_ % options_.gradient_accumulation_steps == 0;
+  std::optional<ShardedModel::NoSync> local;
+  if (!sync_gradients_ && model_) local.emplace(model_->no_sync());
   body();
 }
 

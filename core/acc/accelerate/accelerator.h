@@ -43,6 +43,8 @@ class Accelerator {
   void backward(const Tensor& loss);
   // Runs one micro-step: body() and, on every gradient_accumulation_steps-th call,
   // sync_gradients() is true inside it (the step on which to clip and step the optimizer).
+  // The other micro-steps run inside the model's no_sync(): no gradient is communicated until
+  // the syncing one, which reduces the sum once.
   void accumulate(const std::function<void()>& body);
   bool sync_gradients() const { return sync_gradients_; }
   // Clips the prepared model's gradients by the global norm; returns the norm before.

@@ -35,6 +35,26 @@ class ShardedModel : public models::Model {
   // (a collective; for checks and full checkpoints of models that fit one rank).
   virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;
 
+  // Scope for gradient accumulation without communication: backward passes inside it keep their
+  // gradients on this rank (summed); the first backward after it reduces the sum with its own.
+  //   { auto guard = sharded->no_sync(); sharded->forward(b1).loss.backward(); }
+  //   sharded->forward(b2).loss.backward();   // one reduction of both micro-batches
+  class NoSync {
+   public:
+    explicit NoSync(ShardedModel* model) : model_(model) { model_->set_gradient_sync(false); }
+    NoSync(NoSync&& other) noexcept : model_(std::exchange(other.model_, nullptr)) {}
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+    ~NoSync() {
+      if (model_) model_->set_gradient_sync(true);
+    }
+
+   private:
+    ShardedModel* model_;
+  };
+  [[nodiscard]] NoSync no_sync() { return NoSync(this); }
+
   // The strategy owns mixed precision (config.compute.bf16).
   void set_compute_dtype(DType dtype) override;
   double train_flops_per_token(int64_t seq_len) const override {
@@ -43,6 +63,11 @@ class ShardedModel : public models::Model {
 
   // True for a weight that gets weight decay: two or more dimensions.
   static bool decays(const Shape& original_shape) { return original_shape.size() >= 2; }
+
+ protected:
+  // Off inside no_sync(): a strategy that communicates gradients keeps them local meanwhile.
+  // The default suits strategies that never communicate gradients.
+  virtual void set_gradient_sync(bool /*on*/) {}
 
  private:
   std::shared_ptr<models::Model> module_;

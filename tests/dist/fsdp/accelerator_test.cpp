@@ -1,5 +1,6 @@
 // acc::Accelerator: Hugging Face style over the same engine. Accumulating k micro-batches
-// before each step equals one process stepping on the k micro-batches joined.
+// before each step (all but the last inside no_sync, uncommunicated) equals one process
+// stepping on the k micro-batches joined.
 #include <gtest/gtest.h>
 
 #include "fsdp_fixtures.h"
@@ -24,7 +25,12 @@ TEST(Accelerator, AccumulationEqualsOneProcessOnTheJoinedBatch) {
   for (auto& batch : rank_loader)
     accelerator.accumulate([&] {
       accelerator.backward(model->forward(batch).loss);
-      if (!accelerator.sync_gradients()) return;
+      if (!accelerator.sync_gradients()) {
+        // Inside no_sync: nothing was reduced into the shards yet.
+        for (const auto& [name, piece] : model->named_parameters())
+          EXPECT_FALSE(piece.grad().defined()) << name << " got a gradient inside no_sync";
+        return;
+      }
       norms.push_back(static_cast<float>(accelerator.clip_grad_norm(kMaxNorm)));
       opt.step();
       opt.zero_grad();
