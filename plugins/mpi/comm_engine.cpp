@@ -72,6 +72,7 @@ void CommEngine::submit(Task task) {
       return;
     }
     queue_.push_back(std::move(task));
+    queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -221,11 +222,20 @@ void CommEngine::thread_main() {
   bool collective_running = false;
   for (;;) {
     std::deque<Task> incoming;
+    if (active.empty() && waiting.empty()) {
+      // Idle: poll briefly before sleeping, since the next collective often follows at once
+      // (a step issues them back to back) and waking a sleeping thread costs microseconds.
+      const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (queued_.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < spin_until)
+        sched_yield();
+    }
     {
       std::unique_lock lock(mutex_);
       if (active.empty() && waiting.empty())
         cv_.wait(lock, [&] { return !queue_.empty() || stopping_ || abort_code_ >= 0; });
       incoming.swap(queue_);
+      queued_.store(0, std::memory_order_release);
       if (abort_code_ >= 0) MPI_Abort(MPI_COMM_WORLD, abort_code_);
       if (stopping_ && incoming.empty() && active.empty() && waiting.empty()) break;
     }

@@ -84,6 +84,7 @@ class CommEngine {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
+  std::atomic<int> queued_{0};  // queue_.size(), readable without the lock (idle spin)
   bool stopping_ = false;
   std::atomic<int> abort_code_{-1};
   std::string broken_;  // comm thread only: the first failure, once there was one

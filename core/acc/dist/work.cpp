@@ -1,8 +1,14 @@
 #include "acc/dist/work.h"
 
+#include <thread>
+
 #include "acc/util/error.h"
 
 namespace acc::dist {
+
+namespace {
+constexpr std::chrono::microseconds kSpinBeforeSleep{20};
+}  // namespace
 
 bool Work::is_completed() const {
   std::lock_guard lock(mutex_);
@@ -10,6 +16,11 @@ bool Work::is_completed() const {
 }
 
 void Work::wait(std::optional<std::chrono::duration<double>> timeout) {
+  // A collective often completes within microseconds: poll briefly before sleeping, since
+  // waking a sleeping thread costs several microseconds here.
+  const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+  while (!finished_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until)
+    std::this_thread::yield();
   std::unique_lock lock(mutex_);
   if (timeout) {
     const bool finished = cv_.wait_for(lock, *timeout, [&] { return done_; });
@@ -31,6 +42,7 @@ void Work::mark_done() {
   {
     std::lock_guard lock(mutex_);
     done_ = true;
+    finished_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -40,6 +52,7 @@ void Work::mark_failed(std::string message) {
     std::lock_guard lock(mutex_);
     error_ = message.empty() ? description_ + ": failed" : std::move(message);
     done_ = true;
+    finished_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }

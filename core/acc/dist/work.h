@@ -2,6 +2,7 @@
 // acc::dist::Work: the handle of one asynchronous communication. Backends complete it from
 // their own thread; the user thread waits on it. A failure in the backend (timeout, peer lost)
 // is stored in the Work and thrown at wait(), so errors surface where the result is needed.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -45,6 +46,7 @@ class Work {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<bool> finished_{false};  // done_, readable without the lock (wait's spin)
   std::string error_;  // non-empty once failed
   std::vector<Tensor> held_;
 };
