@@ -24,26 +24,25 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
                    DType compute_dtype)
     : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype) {
+  int64_t numel = 0;  // of all the parameters, before padding
   for (const auto& [pname, p] : params) {
     ACC_CHECK(p.dtype() == DType::f32, "FSDP unit '", name_, "': parameter '", pname, "' is ",
               p.describe(), "; acc shards f32 parameters (mixed precision comes from the config)");
-    slots_.push_back(Slot{pname, p.shape(), numel_, Tensor()});
-    numel_ += p.numel();
+    slots_.push_back(Slot{pname, p.shape(), numel, Tensor()});
+    numel += p.numel();
   }
   const int64_t ranks = groups_.shard->size();
-  const int64_t per_rank = (numel_ + ranks - 1) / ranks;
+  const int64_t per_rank = (numel + ranks - 1) / ranks;
   shard_ = std::max<int64_t>(kShardAlign, (per_rank + kShardAlign - 1) / kShardAlign * kShardAlign);
 
   autograd::NoGradGuard no_grad;
   master_ = new_buffer(shard_, DType::f32, memory::Category::parameters);
-  const int64_t begin = shard_begin();
   float* dst = master_.data<float>();
   for (size_t i = 0; i < slots_.size(); ++i) {
-    const Tensor& p = params[i].second;
-    const int64_t lo = std::max(slots_[i].offset, begin);
-    const int64_t hi = std::min(slots_[i].offset + p.numel(), begin + shard_);
-    if (lo < hi)
-      std::copy_n(p.data<float>() + (lo - slots_[i].offset), hi - lo, dst + (lo - begin));
+    const Part part = local_part(slots_[i]);
+    if (part.count)
+        std::copy_n(params[i].second.data<float>() + (part.first - slots_[i].offset), part.count,
+                  dst + (part.first - shard_begin()));
   }
   compute_ = compute_dtype_ == DType::f32 ? master_
                                           : new_buffer(shard_, compute_dtype_, memory::Category::parameters);
@@ -57,10 +56,17 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
   for (auto& slot : slots_) {
     root.set_parameter(slot.name, full_.slice_flat(slot.offset, slot.shape));
     slot.view = root.parameter(slot.name);
+    trainable_ += slot.view.requires_grad();
   }
 }
 
 int64_t FlatUnit::shard_begin() const { return groups_.shard->rank() * shard_; }
+
+FlatUnit::Part FlatUnit::part_of(const Slot& slot, int rank) const {
+  const int64_t lo = std::max(slot.offset, rank * shard_);
+  const int64_t hi = std::min(slot.offset + shape_numel(slot.shape), (rank + 1) * shard_);
+  return lo < hi ? Part{lo, hi - lo} : Part{};
+}
 
 void FlatUnit::gather() {
   if (!sharded() || gathered()) return;
@@ -98,21 +104,13 @@ void FlatUnit::take_gradient(size_t i, const Tensor& grad) {
     if (!sync_) return;
     flat = summed;
   }
-  // The slot spans [offset, offset + numel) of the flat buffer; rank r keeps its overlap with
-  // [r * shard, (r + 1) * shard), so the overlaps in rank order tile the slot.
-  const int ranks = groups_.shard->size();
-  std::vector<int64_t> counts(static_cast<size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    const int64_t lo = std::max(slot.offset, r * shard_);
-    const int64_t hi = std::min(slot.offset + numel, (r + 1) * shard_);
-    counts[static_cast<size_t>(r)] = std::max<int64_t>(0, hi - lo);
-  }
-  const int me = groups_.shard->rank();
-  const int64_t mine = counts[static_cast<size_t>(me)];
-  const int64_t at = std::max(slot.offset, me * shard_) - me * shard_;  // in this rank's shard
-  Tensor target = grad_.slice_flat(mine ? at : 0, {mine});
+  // The ranks' parts of the slot, in rank order, tile it: the counts of a reduce_scatter_v.
+  std::vector<int64_t> counts(static_cast<size_t>(groups_.shard->size()));
+  for (size_t r = 0; r < counts.size(); ++r) counts[r] = part_of(slot, static_cast<int>(r)).count;
+  const Part mine = local_part(slot);
+  Tensor target = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
-  Tensor reduced = accumulate_ ? new_buffer(mine, DType::f32, memory::Category::gradients) : target;
+  Tensor reduced = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : target;
   if (sharded())
     groups_.shard->reduce_scatter_v(flat, reduced, counts, dist::ReduceOp::avg);
   else
@@ -121,11 +119,7 @@ void FlatUnit::take_gradient(size_t i, const Tensor& grad) {
   if (accumulate_) autograd::add_into(target, reduced);
 }
 
-bool FlatUnit::slot_done() {
-  const auto trainable = std::count_if(slots_.begin(), slots_.end(),
-                                       [](const Slot& s) { return s.view.requires_grad(); });
-  return ++arrived_ == static_cast<size_t>(trainable);
-}
+bool FlatUnit::slot_done() { return ++arrived_ == trainable_; }
 
 void FlatUnit::end_pass() {
   in_pass_ = false;

@@ -45,6 +45,13 @@ class FlatUnit {
   const std::vector<Slot>& slots() const { return slots_; }
   int64_t shard_numel() const { return shard_; }  // per rank, padding included
   int64_t shard_begin() const;                    // this rank's first flat index
+  // The flat indices [first, first + count) of `slot` that rank r's shard holds (count 0 when
+  // none); local_part is this rank's.
+  struct Part {
+    int64_t first = 0, count = 0;
+  };
+  Part part_of(const Slot& slot, int rank) const;
+  Part local_part(const Slot& slot) const { return part_of(slot, groups_.shard->rank()); }
   const Tensor& master() const { return master_; }
   const Tensor& grad() const { return grad_; }
   const Tensor& compute_shard() const { return compute_; }
@@ -79,9 +86,10 @@ class FlatUnit {
   UnitGroups groups_;
   DType compute_dtype_;
   std::vector<Slot> slots_;
-  int64_t numel_ = 0, shard_ = 0;
+  int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;
   Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
+  size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
   size_t arrived_ = 0;
   bool in_pass_ = false, accumulate_ = false, sync_ = true;
 };

@@ -23,16 +23,15 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
   // The optimizer's pieces: each original parameter's overlap with this rank's shard.
   for (size_t u = 0; u < units_.size(); ++u) {
     const FlatUnit& unit = *units_[u];
-    const int64_t begin = unit.shard_begin(), end = begin + unit.shard_numel();
     for (const auto& slot : unit.slots()) {
-      const int64_t lo = std::max(slot.offset, begin);
-      const int64_t hi = std::min(slot.offset + shape_numel(slot.shape), end);
-      if (lo >= hi) continue;
-      Piece piece{slot.name, u, unit.master().slice_flat(lo - begin, {hi - lo}), Tensor(),
-                  lo - begin, decays(slot.shape)};
+      const FlatUnit::Part part = unit.local_part(slot);
+      if (!part.count) continue;
+      const int64_t at = part.first - unit.shard_begin();  // in this rank's shard
+      Piece piece{slot.name, u, unit.master().slice_flat(at, {part.count}), Tensor(), at,
+                  decays(slot.shape)};
       piece.master.set_requires_grad(slot.view.requires_grad());
       if (options_.compute_dtype != DType::f32)
-        piece.compute = unit.compute_shard().slice_flat(lo - begin, {hi - lo});
+        piece.compute = unit.compute_shard().slice_flat(at, {part.count});
       pieces_.push_back(std::move(piece));
     }
   }
