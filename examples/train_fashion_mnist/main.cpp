@@ -127,12 +127,9 @@ int run(int argc, char** argv) {
   }
   if (main) std::printf("final test accuracy (%s): %.2f%%\n", kind.c_str(), 100 * acc_test);
   if (save.empty()) return 0;
-  const auto full = sharded->full_parameters();  // every rank takes part
-  if (!main) return 0;
   auto trained = make_model();  // the wrapped model's parameters are views of shards now
-  autograd::NoGradGuard no_grad;
-  for (const auto& [name, value] : full) trained->parameter(name).copy_(value);
-  models::save_model(*trained, save);
+  sharded->copy_full_parameters_to(*trained);  // a collective: every rank takes part
+  if (main) models::save_model(*trained, save);
   return 0;
 }
 

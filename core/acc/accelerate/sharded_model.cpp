@@ -1,11 +1,19 @@
 #include "acc/accelerate/sharded_model.h"
 
+#include "acc/autograd/grad_mode.h"
+
 namespace acc {
 
 ShardedModel::ShardedModel(std::string type_name, std::shared_ptr<models::Model> module)
     : models::Model(std::move(type_name)), module_(std::move(module)) {
   ACC_CHECK(module_, "ShardedModel: the model to wrap is null");
   register_module("module", module_);
+}
+
+void ShardedModel::copy_full_parameters_to(nn::Module& target) {
+  const auto full = full_parameters();
+  autograd::NoGradGuard no_grad;
+  for (const auto& [name, value] : full) target.parameter(name).copy_(value);
 }
 
 void ShardedModel::set_compute_dtype(DType) {

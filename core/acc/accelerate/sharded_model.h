@@ -34,6 +34,9 @@ class ShardedModel : public models::Model {
   // The whole model as f32 tensors under the original names and shapes, on every rank
   // (a collective; for checks and full checkpoints of models that fit one rank).
   virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;
+  // Copies full_parameters() into `target`, a fresh model of the same architecture (for saving
+  // or sampling: the wrapped model's own parameters are views of shards). A collective.
+  void copy_full_parameters_to(nn::Module& target);
 
   // Scope for gradient accumulation without communication: backward passes inside it keep their
   // gradients on this rank (summed); the first backward after it reduces the sum with its own.

@@ -127,15 +127,6 @@ Config load_config(const Options& o, const std::string& block_class) {
   return config;
 }
 
-// A whole copy of the trained model on this rank, for saving and sampling.
-std::shared_ptr<models::CausalLM> gathered_copy(ShardedModel& sharded, const Options& o,
-                                                const CausalLMFactory& make_model) {
-  auto full = sharded.full_parameters();  // a collective: every rank takes part
-  auto copy = make_model(o.config, o.seed);
-  autograd::NoGradGuard no_grad;
-  for (const auto& [name, value] : full) copy->parameter(name).copy_(value);
-  return copy;
-}
 
 std::unordered_map<int32_t, int64_t> token_counts(std::span<const int32_t> tokens) {
   std::unordered_map<int32_t, int64_t> counts;
@@ -249,7 +240,8 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
       format("val loss %.4f (unigram %.4f, %.2f nats below); ", val, unigram_val, unigram_val - val) +
       format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s", meter.tokens_per_second(), 100 * meter.mfu(), peak));
   if (o.save.empty() && o.sample_tokens <= 0) return 0;
-  auto trained = gathered_copy(*sharded, o, make_model);
+  auto trained = make_model(o.config, o.seed);  // a whole copy, for saving and sampling
+  sharded->copy_full_parameters_to(*trained);  // a collective: every rank takes part
   if (!main) return 0;
   if (!o.save.empty()) {
     models::save_model(*trained, o.save);
