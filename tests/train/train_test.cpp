@@ -169,6 +169,22 @@ float max_abs_difference(const models::Model& a, const models::Model& b) {
   return worst;
 }
 
+TEST_F(LmProgram, WrapsItsBlocksUnlessTheConfigWrapsBySize) {
+  auto first_line = [&](std::vector<std::string> extra) {
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(run(std::move(extra)), 0);
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    return out.substr(0, out.find('\n'));
+  };
+  // No config: the model's own block class.
+  EXPECT_NE(first_line({"--steps", "1"}).find("TRANSFORMER_BASED_WRAP"), std::string::npos);
+  // A size-based config (by min_num_params alone, as accelerate may write it) is kept.
+  std::ofstream(dir_ / "size.yaml") << "distributed_type: FSDP\nfsdp_config:\n  fsdp_min_num_params: 1000\n";
+  EXPECT_NE(first_line({"--steps", "1", "--config_file", (dir_ / "size.yaml").string()})
+                .find("SIZE_BASED_WRAP"),
+            std::string::npos);
+}
+
 TEST_F(LmProgram, SaveThenInitFromResumesTheWeights) {
   ASSERT_EQ(run({"--steps", "5", "--lr", "1e-2", "--save", (dir_ / "a.safetensors").string()}), 0);
   ASSERT_EQ(run({"--steps", "1", "--lr", "1e-12", "--init-from", (dir_ / "a.safetensors").string(),

@@ -117,13 +117,16 @@ double validation_loss(models::Model& model, const data::DataLoader& val, int64_
 }
 
 // The accelerate config: --config_file, else ACC_CONFIG_FILE, else one process's defaults.
-// A transformer wrap policy wraps this model's blocks.
+// A transformer wrap policy, or none chosen at all, wraps this model's blocks; a size-based or
+// an explicit NO_WRAP policy is kept.
 Config load_config(const Options& o, const std::string& block_class) {
   Config config = o.config_file.empty() ? Config::load() : Config::from_file(o.config_file);
   if (o.bf16) config.compute.bf16 = true;
-  if (config.dist.fsdp.effective_wrap_policy() == WrapPolicy::TRANSFORMER_BASED_WRAP ||
-      !config.dist.fsdp.auto_wrap_policy_set)
-    config.dist.fsdp.wrap_layer_cls = {block_class};
+  FsdpConfig& fsdp = config.dist.fsdp;
+  const WrapPolicy policy = fsdp.effective_wrap_policy();
+  if (policy == WrapPolicy::TRANSFORMER_BASED_WRAP ||
+      (policy == WrapPolicy::NO_WRAP && !fsdp.auto_wrap_policy_set))
+    fsdp.wrap_layer_cls = {block_class};
   return config;
 }
 
@@ -183,7 +186,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   say(program + ": " + o.config + ", " +
       std::to_string(model->num_parameters()) + " parameters, " + std::string(dtype_name(compute)) +
       " compute, " + config.strategy_name() + " on " + std::to_string(world().size()) +
-      " ranks; data " + std::to_string(train_set.num_tokens()) + " train / " +
+      " ranks, " + to_string(config.dist.fsdp.effective_wrap_policy()) + "; data " + std::to_string(train_set.num_tokens()) + " train / " +
       std::to_string(val_set.num_tokens()) + " val tokens");
   say(format("the losses to beat: unigram entropy of train.bin %.4f nats; that unigram model on "
              "val.bin (add-one smoothing) %.4f nats", unigram, unigram_val));
