@@ -6,4 +6,5 @@ find_package(OpenMP REQUIRED)   # oneDNN's CPU runtime on Debian is OpenMP; we s
 find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(Poco REQUIRED COMPONENTS Foundation JSON Util)
+find_package(ZLIB REQUIRED)     # CRC-32 checksums of checkpoint files
 find_package(Threads REQUIRED)

@@ -8,6 +8,7 @@
 #include "acc/accelerate/accelerate.h"
 #include "acc/accelerate/accelerator.h"
 #include "acc/accelerate/sharded_model.h"
+#include "acc/checkpoint/checkpoint.h"
 #include "acc/config/config.h"
 #include "acc/data/dataloader.h"
 #include "acc/data/dataset.h"

@@ -27,8 +27,9 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
       const FlatUnit::Part part = unit.local_part(slot);
       if (!part.count) continue;
       const int64_t at = part.first - unit.shard_begin();  // in this rank's shard
-      Piece piece{slot.name, u, unit.master().slice_flat(at, {part.count}), Tensor(), at,
-                  decays(slot.shape)};
+      Piece piece{{slot.name, slot.shape, part.first - slot.offset,
+                   unit.master().slice_flat(at, {part.count}), Tensor()},
+                  u, at, decays(slot.shape)};
       piece.master.set_requires_grad(slot.view.requires_grad());
       if (options_.compute_dtype != DType::f32)
         piece.compute = unit.compute_shard().slice_flat(at, {part.count});
@@ -128,6 +129,10 @@ std::vector<std::pair<std::string, Tensor>> FsdpModel::named_parameters() const 
   return out;
 }
 
+std::vector<ShardedModel::ParameterPiece> FsdpModel::parameter_pieces() const {
+  return {pieces_.begin(), pieces_.end()};
+}
+
 std::vector<optim::ParamGroup> FsdpModel::param_groups(double weight_decay) const {
   optim::ParamGroup decayed, plain;
   decayed.weight_decay = weight_decay;
@@ -164,16 +169,24 @@ double FsdpModel::clip_grad_norm(double max_norm) {
   return norm;
 }
 
-std::vector<std::pair<std::string, Tensor>> FsdpModel::full_parameters() {
+void FsdpModel::visit_full_parameters(const FullParametersVisitor& visit) {
   autograd::NoGradGuard no_grad;
-  std::map<std::string, Tensor> gathered;
   for (auto& unit : units_) {
     const auto& group = unit->groups().shard;
     Tensor full = Tensor::empty({unit->shard_numel() * group->size()});
     group->all_gather(unit->master(), full);
+    std::vector<std::pair<std::string, Tensor>> params;
     for (const auto& slot : unit->slots())
-      gathered[slot.name] = full.slice_flat(slot.offset, slot.shape).clone();
+      params.emplace_back(slot.name, full.slice_flat(slot.offset, slot.shape));
+    visit(params);
   }
+}
+
+std::vector<std::pair<std::string, Tensor>> FsdpModel::full_parameters() {
+  std::map<std::string, Tensor> gathered;
+  visit_full_parameters([&gathered](const std::vector<std::pair<std::string, Tensor>>& params) {
+    for (const auto& [name, value] : params) gathered[name] = value.clone();
+  });
   std::vector<std::pair<std::string, Tensor>> out;
   for (const auto& [name, _] : module().named_parameters()) out.emplace_back(name, gathered.at(name));
   return out;

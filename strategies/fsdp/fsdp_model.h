@@ -39,17 +39,16 @@ class FsdpModel final : public ShardedModel {
   std::vector<optim::ParamGroup> param_groups(double weight_decay) const override;
   double clip_grad_norm(double max_norm) override;
   std::vector<std::pair<std::string, Tensor>> full_parameters() override;
+  std::vector<ParameterPiece> parameter_pieces() const override;
+  void visit_full_parameters(const FullParametersVisitor& visit) override;
 
   const std::vector<std::unique_ptr<FlatUnit>>& units() const { return units_; }
 
  private:
-  // This rank's part of one original parameter: the optimizer's tensor.
-  struct Piece {
-    std::string name;
+  // A ParameterPiece whose master is a leaf view into unit `unit`'s master shard.
+  struct Piece : ParameterPiece {
     size_t unit;
-    Tensor master;   // a leaf view into the unit's master shard
-    Tensor compute;  // its bf16 copy, or undefined
-    int64_t shard_offset;
+    int64_t shard_offset;  // in this rank's shard
     bool decays;
   };
 

@@ -43,6 +43,23 @@ double Accelerator::clip_grad_norm(double max_norm) {
   return model_->clip_grad_norm(max_norm);
 }
 
+void Accelerator::register_for_checkpointing(optim::Optimizer* optimizer,
+                                             optim::LRScheduler* scheduler) {
+  optimizer_ = optimizer;
+  scheduler_ = scheduler;
+}
+
+void Accelerator::save_state(const std::filesystem::path& dir, const checkpoint::Position& position) {
+  ACC_CHECK(model_, "Accelerator::save_state: prepare() a model first");
+  checkpoint::save_state(dir, {model_.get(), optimizer_, scheduler_, &options_.config, position});
+}
+
+checkpoint::Position Accelerator::load_state(const std::filesystem::path& dir) {
+  ACC_CHECK(model_, "Accelerator::load_state: prepare() a model first");
+  checkpoint::TrainingState state{model_.get(), optimizer_, scheduler_, &options_.config, {}};
+  return checkpoint::load_state(dir, state);
+}
+
 bool Accelerator::is_main_process() const { return process_index() == 0; }
 int Accelerator::process_index() const { return world().rank(); }
 int Accelerator::num_processes() const { return world().size(); }

@@ -15,11 +15,13 @@
 //       }
 //     });
 //   accelerator.print("done");
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "acc/accelerate/accelerate.h"
+#include "acc/checkpoint/checkpoint.h"
 
 namespace acc {
 
@@ -50,6 +52,16 @@ class Accelerator {
   // Clips the prepared model's gradients by the global norm; returns the norm before.
   double clip_grad_norm(double max_norm);
 
+  // --- checkpoints (acc/checkpoint/checkpoint.h) ---
+  // The optimizer and LR scheduler save_state() saves and load_state() restores with the
+  // prepared model (either may be null).
+  void register_for_checkpointing(optim::Optimizer* optimizer, optim::LRScheduler* scheduler = nullptr);
+  // Saves model, registered optimizer and scheduler, the config and `position` to `dir`
+  // (format from config().dist.fsdp.state_dict_type). A collective.
+  void save_state(const std::filesystem::path& dir, const checkpoint::Position& position);
+  // Restores them from `dir`; returns the saved position. A collective.
+  checkpoint::Position load_state(const std::filesystem::path& dir);
+
   // --- the job ---
   bool is_main_process() const;  // world rank 0
   int process_index() const;
@@ -64,6 +76,8 @@ class Accelerator {
  private:
   AcceleratorOptions options_;
   std::shared_ptr<ShardedModel> model_;
+  optim::Optimizer* optimizer_ = nullptr;
+  optim::LRScheduler* scheduler_ = nullptr;
   int micro_step_ = 0;
   bool sync_gradients_ = true;
 };

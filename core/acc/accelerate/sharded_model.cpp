@@ -21,4 +21,14 @@ void ShardedModel::set_compute_dtype(DType) {
            "(mixed_precision: bf16 in the config file) before acc::accelerate()");
 }
 
+void ShardedModel::visit_full_parameters(const FullParametersVisitor& visit) {
+  visit(full_parameters());
+}
+
+std::vector<ShardedModel::ParameterPiece> ShardedModel::parameter_pieces() const {
+  std::vector<ParameterPiece> out;
+  for (const auto& [name, p] : named_parameters()) out.push_back({name, p.shape(), 0, p, Tensor()});
+  return out;
+}
+
 }  // namespace acc

@@ -3,6 +3,7 @@
 // loop is the single-process loop unchanged: forward(batch), train()/eval(), and its
 // parameters() are exactly what this rank's optimizer must update — this rank's pieces of the
 // parameters, under their original (Hugging Face) names. Strategies subclass it.
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,9 +32,29 @@ class ShardedModel : public models::Model {
   // Scales every rank's gradients so the norm over the whole model is at most max_norm;
   // returns the norm before clipping. A collective.
   virtual double clip_grad_norm(double max_norm) = 0;
+  // This rank's part of one original parameter: elements [begin, begin + master.numel()) of
+  // the flattened parameter `name`, whose whole shape is `shape`. What checkpoints save per
+  // rank and fill on load.
+  struct ParameterPiece {
+    std::string name;
+    Shape shape;
+    int64_t begin = 0;
+    Tensor master;   // f32, contiguous: what the optimizer updates
+    Tensor compute;  // the compute-dtype copy the optimizer writes with it, or undefined
+  };
+  // Every piece this rank holds, frozen parameters included. The default suits strategies
+  // whose named_parameters() are whole parameters.
+  virtual std::vector<ParameterPiece> parameter_pieces() const;
   // The whole model as f32 tensors under the original names and shapes, on every rank
   // (a collective; for checks and full checkpoints of models that fit one rank).
   virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;
+  // Hands `visit` the whole model a part at a time — f32 tensors under the original names and
+  // shapes, every parameter exactly once — on every rank, so a full checkpoint can be written
+  // without holding the whole model: FSDP gathers one unit per call. A collective. The default
+  // visits full_parameters() at once.
+  using FullParametersVisitor =
+      std::function<void(const std::vector<std::pair<std::string, Tensor>>&)>;
+  virtual void visit_full_parameters(const FullParametersVisitor& visit);
   // Copies full_parameters() into `target`, a fresh model of the same architecture (for saving
   // or sampling: the wrapped model's own parameters are views of shards). A collective.
   void copy_full_parameters_to(nn::Module& target);

@@ -49,14 +49,17 @@ std::vector<int64_t> rank_slice(const std::vector<int64_t>& order, int64_t step,
 // One pass over an epoch: the sample order, the current batch and (optionally) the prefetcher.
 class DataLoader::EpochRun {
  public:
-  EpochRun(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options, int64_t epoch)
+  EpochRun(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options, int64_t epoch,
+           int64_t first)
       : dataset_(std::move(dataset)),
         options_(options),
         key_{options.seed, epoch},
         order_(epoch_order(dataset_->size(), options, epoch)),
-        steps_(steps_for(dataset_->size(), options)) {
-    if (options_.prefetch > 0 && steps_ > 0)
-      prefetcher_.emplace(steps_, [this](int64_t step) { return produce(step); }, options_.prefetch);
+        steps_(steps_for(dataset_->size(), options)),
+        step_(first) {
+    if (options_.prefetch > 0 && steps_ > first)
+      prefetcher_.emplace(steps_ - first, [this, first](int64_t k) { return produce(first + k); },
+                          options_.prefetch);
     advance();
   }
 
@@ -82,7 +85,7 @@ class DataLoader::EpochRun {
   const EpochKey key_;
   const std::vector<int64_t> order_;
   const int64_t steps_;
-  int64_t step_ = 0;  // 1-based index of current_; steps_+1 once the epoch is over
+  int64_t step_;  // 1-based index of current_; steps_+1 once the epoch is over
   Batch current_;
   std::optional<Prefetcher> prefetcher_;  // last: its thread reads the members above
 };
@@ -110,8 +113,10 @@ std::vector<int64_t> DataLoader::batch_indices(int64_t step) const {
   return rank_slice(epoch_order(dataset_->size(), options_, epoch_), step, options_);
 }
 
-DataLoader::Iterator DataLoader::begin() const {
-  return Iterator(std::make_shared<EpochRun>(dataset_, options_, epoch_));
+DataLoader::Iterator DataLoader::begin_at(int64_t step) const {
+  ACC_CHECK(step >= 0 && step <= size(), "DataLoader::begin_at: step ", step, " is outside [0, ",
+            size(), "] for an epoch of ", size(), " batches");
+  return Iterator(std::make_shared<EpochRun>(dataset_, options_, epoch_, step));
 }
 
 DataLoader::Iterator::Iterator(std::shared_ptr<EpochRun> run) : run_(std::move(run)) {}

@@ -72,7 +72,10 @@ class DataLoader {
   };
 
   // Starts a pass over the current epoch; a new begin() starts a new pass.
-  Iterator begin() const;
+  Iterator begin() const { return begin_at(0); }
+  // Starts it at batch `step` (a resumed run continues where the saved one stopped): the same
+  // batches the uninterrupted pass would have yielded from there.
+  Iterator begin_at(int64_t step) const;
   std::default_sentinel_t end() const { return {}; }
 
  private:

@@ -7,9 +7,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <set>
 
-#include "acc/io/atomic_file.h"
 #include "acc/io/safetensors_header.h"
 #include "acc/util/error.h"
 
@@ -30,28 +28,14 @@ void save_safetensors(const std::filesystem::path& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const SafetensorsMetadata& metadata) {
   std::vector<SafetensorsEntry> entries;
-  std::set<std::string> seen;
-  uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     ACC_CHECK(tensor.defined(), "save_safetensors '", path.string(), "': tensor \"", name,
               "\" is undefined");
-    ACC_CHECK(name != "__metadata__", "save_safetensors '", path.string(),
-              "': \"__metadata__\" is reserved and cannot name a tensor");
-    ACC_CHECK(seen.insert(name).second, "save_safetensors '", path.string(),
-              "': the name \"", name, "\" appears twice");
-    SafetensorsEntry e{name, tensor.dtype(), tensor.shape(), offset, offset + tensor.nbytes()};
-    offset = e.end;
-    entries.push_back(std::move(e));
+    entries.push_back({name, tensor.dtype(), tensor.shape()});
   }
-  const std::string header = safetensors_detail::build_header(entries, metadata);
-  write_file_atomically(path, [&](std::ostream& out) {
-    const uint64_t n = header.size();
-    out.write(reinterpret_cast<const char*>(&n), sizeof n);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto& [name, tensor] : tensors)
-      out.write(static_cast<const char*>(tensor.raw_data()),
-                static_cast<std::streamsize>(tensor.nbytes()));
-  });
+  SafetensorsWriter writer(path, std::move(entries), metadata);
+  for (const auto& [name, tensor] : tensors) writer.write(name, tensor.raw_data());
+  writer.finish();
 }
 
 std::map<std::string, Tensor> load_safetensors(const std::filesystem::path& path) {

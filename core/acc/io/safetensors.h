@@ -34,6 +34,42 @@ void save_safetensors(const std::filesystem::path& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const SafetensorsMetadata& metadata = {});
 
+// Writes a file whose tensors are declared up front (name, dtype, shape; the offsets are laid
+// out here, in the given order) and whose data then arrives tensor by tensor, in any order:
+// a model can be streamed to disk without ever being whole in memory. The file is written as
+// a temporary next to `path` and appears under `path` only when finish() succeeds; a writer
+// destroyed before that removes it. Each tensor's CRC-32 is kept for manifests.
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(std::filesystem::path path, std::vector<SafetensorsEntry> entries,
+                    const SafetensorsMetadata& metadata = {});
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  const std::vector<SafetensorsEntry>& entries() const { return entries_; }
+  // The whole of tensor `name`: entry(name).end - begin bytes at `data`.
+  void write(const std::string& name, const void* data);
+  uint32_t crc32(const std::string& name) const;
+  uint64_t file_bytes() const { return data_start_ + (entries_.empty() ? 0 : data_end_); }
+  // Checks every tensor was written, flushes the file to disk (fsync) and renames it to `path`.
+  void finish();
+
+ private:
+  size_t index_of(const std::string& name) const;
+
+  std::filesystem::path path_, temp_;
+  int fd_ = -1;
+  uint64_t data_start_ = 0, data_end_ = 0;
+  std::vector<SafetensorsEntry> entries_;
+  std::map<std::string, size_t> index_;
+  std::vector<uint32_t> crc_;
+  std::vector<bool> written_;
+};
+
+// CRC-32 (the zlib / PNG polynomial) of `bytes` bytes, continuing from `crc`.
+uint32_t crc32(const void* data, size_t bytes, uint32_t crc = 0);
+
 // Reads and validates every tensor of the file.
 std::map<std::string, Tensor> load_safetensors(const std::filesystem::path& path);
 

@@ -18,15 +18,11 @@ class AdamW : public Optimizer {
   const AdamWOptions& options() const { return options_; }
 
  private:
-  struct State {
-    Tensor m, v;
-    int64_t step = 0;
-  };
-  void update(size_t group, size_t index, const Tensor& param, const Tensor& grad, double lr,
-              double weight_decay, bfloat16* bf16_copy) override;
+  // State: exp_avg (m) and exp_avg_sq (v), PyTorch's names.
+  void update(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
+              bfloat16* bf16_copy, ParamState& state) override;
 
   AdamWOptions options_;
-  std::vector<std::vector<State>> state_;  // [group][param], created on first update
 };
 
 }  // namespace acc::optim

@@ -11,11 +11,14 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
 }
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr,
-                     double default_weight_decay, const char* name)
+                     double default_weight_decay, const char* name,
+                     std::vector<std::string> state_names)
     : groups_(std::move(groups)),
       default_lr_(default_lr),
       default_weight_decay_(default_weight_decay),
-      name_(name) {
+      name_(name),
+      state_names_(std::move(state_names)) {
+  for (const auto& group : groups_) state_.emplace_back(group.params.size());
   for (size_t g = 0; g < groups_.size(); ++g) {
     const ParamGroup& group = groups_[g];
     ACC_CHECK(group.bf16_copies.empty() || group.bf16_copies.size() == group.params.size(), name_,
@@ -51,7 +54,9 @@ void Optimizer::step() {
       ACC_CHECK(grad.dtype() == DType::f32 && grad.shape() == p.shape(), name_, ": gradient ",
                 grad.describe(), " of parameter ", p.describe(), " must be f32 of the same shape");
       bfloat16* copy = group.bf16_copies.empty() ? nullptr : group.bf16_copies[i].data<bfloat16>();
-      update(g, i, p, grad, lr, wd, copy);
+      ParamState& state = restore_state(g, i);
+      ++state.step;
+      update(p, grad, lr, wd, copy, state);
     }
   }
 }
@@ -73,9 +78,20 @@ void Optimizer::zero_grad(bool set_to_none) {
     }
 }
 
-Tensor Optimizer::new_state(const Tensor& param) {
+const ParamState& Optimizer::state(size_t group, size_t index) const {
+  ACC_CHECK(group < state_.size() && index < state_[group].size(), name_, ": no parameter ",
+            index, " in group ", group);
+  return state_[group][index];
+}
+
+ParamState& Optimizer::restore_state(size_t group, size_t index, bool allocated) {
+  ParamState& s = const_cast<ParamState&>(state(group, index));
+  if (!allocated) s = ParamState{};
+  if (!allocated || s.tensors.size() == state_names_.size()) return s;
   memory::CategoryScope scope(memory::Category::optimizer_state);
-  return Tensor::zeros(param.shape());
+  for (size_t k = 0; k < state_names_.size(); ++k)
+    s.tensors.push_back(Tensor::zeros(groups_[group].params[index].shape()));
+  return s;
 }
 
 }  // namespace acc::optim

@@ -1,9 +1,11 @@
 #pragma once
 // Optimizer base: parameter groups (each with its own lr / weight decay), zero_grad, and a
-// step that visits every f32 parameter that has a gradient. Optimizer state lives under
-// memory::Category::optimizer_state.
+// step that visits every f32 parameter that has a gradient. The base owns each parameter's
+// state (named tensors shaped like it, plus its step count), so checkpoints read and restore
+// every optimizer the same way. State lives under memory::Category::optimizer_state.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "acc/tensor/tensor.h"
@@ -22,6 +24,13 @@ struct ParamGroup {
 // One group holding `params` with the optimizer's defaults.
 std::vector<ParamGroup> single_group(std::vector<Tensor> params);
 
+// One parameter's optimizer state: tensors in the order of Optimizer::state_names(), each
+// shaped like the parameter (none before its first step), and the steps it has taken.
+struct ParamState {
+  std::vector<Tensor> tensors;
+  int64_t step = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -39,19 +48,31 @@ class Optimizer {
   // The lr group g steps with: its own, or the optimizer's default.
   double lr(size_t group) const;
 
+  // --- state, for checkpoints ---
+  const char* name() const { return name_; }
+  // The names of a parameter's state tensors ("exp_avg", "exp_avg_sq" for AdamW).
+  const std::vector<std::string>& state_names() const { return state_names_; }
+  const ParamState& state(size_t group, size_t index) const;
+  // The state of parameter `index` of `group` for a checkpoint to fill in place: with its
+  // tensors allocated (zeroed when new), or, without `allocated`, emptied (as before its first
+  // step).
+  ParamState& restore_state(size_t group, size_t index, bool allocated = true);
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
+
  protected:
   Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay,
-            const char* name);
-  // One parameter's update with its group's effective hyper-parameters.
-  virtual void update(size_t group, size_t index, const Tensor& param, const Tensor& grad,
-                      double lr, double weight_decay, bfloat16* bf16_copy) = 0;
-  // A zeroed f32 state tensor shaped like param, counted as optimizer state.
-  static Tensor new_state(const Tensor& param);
+            const char* name, std::vector<std::string> state_names);
+  // One parameter's update with its group's effective hyper-parameters. `state` has its tensors
+  // allocated and its step already counted (1 on the first update).
+  virtual void update(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
+                      bfloat16* bf16_copy, ParamState& state) = 0;
 
  private:
   std::vector<ParamGroup> groups_;
   double default_lr_, default_weight_decay_;
   const char* name_;
+  std::vector<std::string> state_names_;
+  std::vector<std::vector<ParamState>> state_;  // [group][param]
   int64_t steps_ = 0;
 };
 

@@ -19,11 +19,11 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, SGDOptions options = {});
 
  private:
-  void update(size_t group, size_t index, const Tensor& param, const Tensor& grad, double lr,
-              double weight_decay, bfloat16* bf16_copy) override;
+  // State: momentum_buffer (PyTorch's name), only with momentum.
+  void update(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
+              bfloat16* bf16_copy, ParamState& state) override;
 
   SGDOptions options_;
-  std::vector<std::vector<Tensor>> momentum_;  // [group][param], created on first update
 };
 
 }  // namespace acc::optim

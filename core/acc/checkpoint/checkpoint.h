@@ -1,0 +1,67 @@
+#pragma once
+// Training checkpoints: everything a run needs to continue — model, optimizer state, LR
+// schedule, the loop's position in the data, the config — in one directory per step.
+//
+//   checkpoints/step_000100/manifest.json               what is where (written last, by rank 0)
+//   checkpoints/step_000100/shard-00000-of-00002.safetensors   rank 0's pieces
+//   checkpoints/step_000100/shard-00001-of-00002.safetensors   rank 1's pieces
+//   checkpoints/step_000100/model.safetensors           FULL_STATE_DICT only: the whole model
+//   checkpoints/latest                                  "step_000100"
+//
+// SHARDED_STATE_DICT (the default): every rank writes only the pieces it holds, in parallel;
+// no rank gathers the model. FULL_STATE_DICT: the model goes to one model.safetensors with
+// Hugging Face names and layout (it opens in transformers), gathered one FSDP unit at a time;
+// the optimizer state stays sharded. The manifest records every tensor's shape and, per piece,
+// the file, element range and CRC-32, so a checkpoint loads at any world size and under any
+// strategy: each rank reads only the ranges it now holds. docs/checkpoints.md has the format.
+//
+// A step directory is written as step_X.tmp/, every file fsynced, and renamed only once every
+// rank has finished; `latest` is replaced atomically after. A failure on any rank (a full disk)
+// is an error on every rank and leaves the previous checkpoint as it was. Loading checks the
+// manifest against the model and every checksum before it changes anything.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "acc/accelerate/sharded_model.h"
+#include "acc/config/config.h"
+#include "acc/optim/lr_schedule.h"
+#include "acc/optim/optimizer.h"
+
+namespace acc::checkpoint {
+
+// Where the training loop is: optimizer steps done, the loader's epoch and the batches of that
+// epoch already consumed. A resumed run continues with loader.set_epoch(epoch) and
+// loader.begin_at(batch): the same batches the uninterrupted run would have seen.
+struct Position {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  int64_t batch = 0;
+};
+
+// What a checkpoint saves and restores. The model is required; the rest is optional.
+struct TrainingState {
+  ShardedModel* model = nullptr;
+  optim::Optimizer* optimizer = nullptr;  // built on model->param_groups() or parameters()
+  optim::LRScheduler* scheduler = nullptr;
+  const Config* config = nullptr;  // saved for reference; its state_dict_type picks the format
+  Position position;
+};
+
+// Writes `dir` completely or not at all (see above). A collective: every rank calls it.
+void save_state(const std::filesystem::path& dir, const TrainingState& state);
+
+// Restores the model, optimizer and scheduler from `dir` and returns the saved position
+// (also stored in state.position). Any problem — a missing or altered file, another model, a
+// newer format — is one acc::Error on every rank, with nothing changed. A collective.
+Position load_state(const std::filesystem::path& dir, TrainingState& state);
+
+// --- a directory of checkpoints, as the training programs keep them ---
+// root/step_%06d for state.position.step, then root/latest; with keep > 0 only the newest
+// `keep` step directories stay. Returns the step directory. A collective.
+std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
+                                      int keep = 0);
+// The directory root/latest names, when there is one.
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& root);
+
+}  // namespace acc::checkpoint

@@ -1,0 +1,80 @@
+// A directory of checkpoints: root/step_%06d per save, root/latest naming the newest.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+
+#include "acc/checkpoint/checkpoint.h"
+#include "acc/checkpoint/layout.h"
+#include "acc/checkpoint/manifest.h"
+#include "acc/dist/agreement.h"
+#include "acc/io/atomic_file.h"
+#include "acc/runtime/init.h"
+#include "acc/util/error.h"
+
+namespace acc::checkpoint {
+
+namespace {
+
+constexpr const char* kLatestFile = "latest";
+
+std::string step_dir_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%06lld", static_cast<long long>(step));
+  return buf;
+}
+
+// Complete step directories (no .tmp / .old), oldest first.
+std::vector<std::pair<int64_t, std::filesystem::path>> step_dirs(const std::filesystem::path& root) {
+  static const std::regex pattern("step_([0-9]+)");
+  std::vector<std::pair<int64_t, std::filesystem::path>> out;
+  for (const auto& e : std::filesystem::directory_iterator(root)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && std::regex_match(name, m, pattern))
+      out.emplace_back(std::stoll(m[1].str()), e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
+                                      int keep) {
+  const auto dir = root / step_dir_name(state.position.step);
+  save_state(dir, state);
+  std::exception_ptr error;
+  if (world().rank() == 0) try {
+      io::write_file_atomically(root / kLatestFile, [&](std::ostream& out) {
+        out << dir.filename().string() << "\n";
+      });
+      sync_path(root);
+      if (keep > 0) {
+        auto dirs = step_dirs(root);
+        for (size_t i = 0; i + static_cast<size_t>(keep) < dirs.size(); ++i)
+          if (dirs[i].second.filename() != dir.filename()) std::filesystem::remove_all(dirs[i].second);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  dist::raise_if_any_failed(world(), "save_checkpoint " + root.string() + ": " + dir.string() +
+                            " was saved but updating " + kLatestFile + " failed", error);
+  return dir;
+}
+
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& root) {
+  const auto path = root / kLatestFile;
+  if (!std::filesystem::is_regular_file(path)) return std::nullopt;
+  std::ifstream in(path);
+  std::string name;
+  std::getline(in, name);
+  ACC_CHECK(!name.empty() && name.find('/') == std::string::npos, path.string(),
+            " should name a step directory next to it, it holds \"", name, "\"");
+  const auto dir = root / name;
+  ACC_CHECK(std::filesystem::is_regular_file(dir / kManifestFile), path.string(), " names ", name,
+            " but ", dir.string(), " has no ", kManifestFile);
+  return dir;
+}
+
+}  // namespace acc::checkpoint

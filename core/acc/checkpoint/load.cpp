@@ -1,0 +1,247 @@
+// load_state: every rank plans the element ranges it needs from whichever files hold them,
+// verifies those files (sizes, checksums) and the manifest against its model, and only once
+// every rank has found nothing wrong does any rank change its state.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "acc/autograd/grad_mode.h"
+#include "acc/checkpoint/checkpoint.h"
+#include "acc/checkpoint/layout.h"
+#include "acc/checkpoint/manifest.h"
+#include "acc/dist/agreement.h"
+#include "acc/io/safetensors.h"
+#include "acc/ops/ops.h"
+#include "acc/runtime/init.h"
+#include "acc/util/error.h"
+
+namespace acc::checkpoint {
+
+namespace {
+
+bool is_optimizer_key(const std::string& key) { return key.rfind("optimizer.", 0) == 0; }
+
+Manifest read_manifest(const std::filesystem::path& dir) {
+  const auto path = dir / kManifestFile;
+  ACC_CHECK(std::filesystem::is_directory(dir), "no checkpoint directory ", dir.string());
+  ACC_CHECK(std::filesystem::is_regular_file(path), "no ", kManifestFile, " in ", dir.string(),
+            ": not a checkpoint, or one whose save did not finish");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return Manifest::parse(text.str(), path.string());
+}
+
+// The checkpoint's parameters must be the model's: same names, same shapes.
+void check_same_model(const Manifest& manifest, const models::Model& model) {
+  std::map<std::string, Shape> params;
+  for (const auto& [name, p] : model.named_parameters()) params[name] = p.shape();
+  std::vector<std::string> problems;
+  for (const auto& [key, rec] : manifest.tensors) {
+    if (is_optimizer_key(key)) continue;
+    const auto it = params.find(key);
+    if (it == params.end())
+      problems.push_back(key + ": in the checkpoint, not a parameter of the model");
+    else if (it->second != rec.shape)
+      problems.push_back(key + ": checkpoint " + shape_str(rec.shape) + ", model " +
+                         shape_str(it->second));
+  }
+  for (const auto& [name, shape] : params)
+    if (!manifest.tensors.count(name)) problems.push_back(name + ": missing from the checkpoint");
+  if (problems.empty()) return;
+  std::string text = "the checkpoint holds a " + manifest.model + " that differs from this " +
+                     model.type_name() + " in " + std::to_string(problems.size()) + " parameter(s):";
+  for (const auto& p : problems) text += "\n    " + p;
+  ACC_FAIL(text);
+}
+
+// One destination range and the piece parts that fill it.
+struct Read {
+  const PieceRecord* piece;
+  int64_t from = 0, count = 0;  // elements of the tensor, inside the piece
+  int64_t at = 0;               // offset into the destination
+};
+struct Target {
+  Tensor dst;  // f32, contiguous; bound once loading is certain for optimizer state
+  std::vector<Read> reads;
+};
+
+Target plan_target(const Manifest& manifest, const std::string& key, int64_t begin, int64_t count) {
+  const TensorRecord& rec = manifest.tensors.at(key);
+  const int64_t end = begin + count;
+  Target t;
+  int64_t covered = 0;
+  for (const auto& p : rec.pieces) {
+    const int64_t lo = std::max(begin, p.begin), hi = std::min(end, p.begin + p.count);
+    if (lo >= hi) continue;
+    t.reads.push_back({&p, lo, hi - lo, lo - begin});
+    covered += hi - lo;
+  }
+  // Pieces of one tensor never overlap (one writer per range), so the sum tells coverage.
+  ACC_CHECK(covered == count, key, ": elements [", begin, ", ", end, ") are in none of the "
+            "checkpoint's files (", covered, " of ", count, " found): a shard is missing");
+  return t;
+}
+
+struct Plan {
+  std::vector<Target> params;
+  // An optimizer parameter's state: its slot, the steps it had taken and one target per state
+  // tensor (no step: nothing was saved, it had not been stepped).
+  struct StateFill {
+    OptimizerSlot slot;
+    std::optional<int64_t> step;
+    std::vector<Target> tensors;
+  };
+  std::vector<StateFill> states;
+  std::vector<std::pair<Tensor, Tensor>> compute_copies;  // (copy, master), refilled after loading
+
+  template <class F>
+  void for_each_target(F f) {
+    for (auto& t : params) f(t);
+    for (auto& s : states)
+      for (auto& t : s.tensors) f(t);
+  }
+};
+
+Plan plan_load(const Manifest& manifest, const TrainingState& state) {
+  Plan plan;
+  const auto pieces = state.model->parameter_pieces();
+  for (const auto& piece : pieces) {
+    Target t = plan_target(manifest, piece.name, piece.begin, piece.master.numel());
+    t.dst = piece.master;
+    plan.params.push_back(std::move(t));
+    if (piece.compute.defined()) plan.compute_copies.emplace_back(piece.compute, piece.master);
+  }
+  const optim::Optimizer* opt = state.optimizer;
+  if (!opt) return plan;
+  ACC_CHECK(!manifest.optimizer.empty(), "the checkpoint has no optimizer state; load it without "
+            "an optimizer (TrainingState.optimizer = nullptr) to restore the model alone");
+  ACC_CHECK(manifest.optimizer == opt->name() && manifest.optimizer_state_names == opt->state_names(),
+            "the checkpoint's optimizer is ", manifest.optimizer, ", this run's is ", opt->name());
+  const auto slots = optimizer_slots(opt, pieces);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (!slots[i]) continue;
+    Plan::StateFill fill{*slots[i], std::nullopt, {}};
+    for (const auto& name : opt->state_names()) {
+      const std::string key = optimizer_key(name, pieces[i].name);
+      const auto it = manifest.tensors.find(key);
+      if (it == manifest.tensors.end()) break;  // not stepped before the save
+      fill.step = it->second.step.value_or(manifest.optimizer_steps);
+      fill.tensors.push_back(plan_target(manifest, key, pieces[i].begin, pieces[i].master.numel()));
+    }
+    if (fill.tensors.size() != opt->state_names().size()) fill = {*slots[i], std::nullopt, {}};
+    plan.states.push_back(std::move(fill));
+  }
+  return plan;
+}
+
+// Opens each file once, checks its size against the manifest and each entry it will be read
+// from against its checksum.
+class Files {
+ public:
+  Files(std::filesystem::path dir, const Manifest& manifest)
+      : dir_(std::move(dir)), manifest_(manifest) {}
+
+  const io::SafetensorsReader& reader(const std::string& file) {
+    auto it = readers_.find(file);
+    if (it != readers_.end()) return it->second;
+    const auto path = dir_ / file;
+    ACC_CHECK(std::filesystem::is_regular_file(path), file, " is missing from ", dir_.string());
+    const auto expected = manifest_.files.find(file);
+    ACC_CHECK(expected != manifest_.files.end(), file, " is not listed in the manifest's files");
+    const auto size = std::filesystem::file_size(path);
+    ACC_CHECK(size == expected->second, file, " has ", size, " bytes, the manifest says ",
+              expected->second, " (truncated or replaced)");
+    return readers_.emplace(file, io::SafetensorsReader(path)).first->second;
+  }
+
+  void verify(const PieceRecord& piece) {
+    if (!verified_.insert(piece.file + '\n' + piece.entry).second) return;
+    const auto& r = reader(piece.file);
+    ACC_CHECK(r.contains(piece.entry), piece.file, " has no entry \"", piece.entry, "\"");
+    const auto& e = r.entry(piece.entry);
+    ACC_CHECK(e.dtype == DType::f32 && e.numel() == piece.count, piece.file, ": \"", piece.entry,
+              "\" is ", dtype_name(e.dtype), shape_str(e.shape), ", the manifest says ",
+              piece.count, " f32 elements");
+    // Chunked, so verifying holds at most 16 MB whatever the tensor's size.
+    constexpr int64_t kChunk = 4 << 20;
+    std::vector<float> buffer(static_cast<size_t>(std::min<int64_t>(kChunk, piece.count)));
+    uint32_t crc = 0;
+    for (int64_t at = 0; at < piece.count; at += kChunk) {
+      const int64_t n = std::min(kChunk, piece.count - at);
+      r.read_range_into(piece.entry, at, at + n, buffer.data());
+      crc = io::crc32(buffer.data(), static_cast<size_t>(n) * sizeof(float), crc);
+    }
+    ACC_CHECK(crc == piece.crc32, piece.file, ": \"", piece.entry, "\" does not match its checksum "
+              "(the file was altered or damaged)");
+  }
+
+  void read(const Target& t, const Read& r) {
+    const auto& reader = this->reader(r.piece->file);
+    float* dst = t.dst.data<float>() + r.at;
+    if (!r.piece->transposed) {
+      reader.read_range_into(r.piece->entry, r.from - r.piece->begin,
+                             r.from - r.piece->begin + r.count, dst);
+      return;
+    }
+    // Stored [in, out] (Hugging Face's Conv1D): the whole tensor, turned back.
+    Tensor whole = ops::transpose(reader.read(r.piece->entry));
+    std::copy_n(whole.data<float>() + r.from, r.count, dst);
+  }
+
+ private:
+  std::filesystem::path dir_;
+  const Manifest& manifest_;
+  std::map<std::string, io::SafetensorsReader> readers_;
+  std::set<std::string> verified_;
+};
+
+}  // namespace
+
+Position load_state(const std::filesystem::path& dir, TrainingState& state) {
+  ACC_CHECK(state.model != nullptr, "load_state: TrainingState.model is required");
+  autograd::NoGradGuard no_grad;
+  auto& group = world();
+  const std::string what = "load_state " + dir.string() + ": ";
+  std::exception_ptr error;
+  Manifest manifest;
+  Plan plan;
+  std::optional<Files> files;
+  try {
+    manifest = read_manifest(dir);
+    check_same_model(manifest, state.model->module());
+    plan = plan_load(manifest, state);
+    files.emplace(dir, manifest);
+    plan.for_each_target([&](Target& t) {
+      for (const auto& r : t.reads) files->verify(*r.piece);
+    });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  dist::raise_if_any_failed(group, what + "nothing was loaded", error);
+
+  try {
+    for (auto& fill : plan.states) {
+      optim::ParamState& s = state.optimizer->restore_state(fill.slot.group, fill.slot.index, fill.step.has_value());
+      if (!fill.step) continue;
+      s.step = *fill.step;
+      for (size_t k = 0; k < fill.tensors.size(); ++k) fill.tensors[k].dst = s.tensors[k];
+    }
+    plan.for_each_target([&](Target& t) {
+      for (const auto& r : t.reads) files->read(t, r);
+    });
+    for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
+    if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);
+    if (state.scheduler && manifest.scheduler_step) state.scheduler->apply(*manifest.scheduler_step);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  dist::raise_if_any_failed(group, what + "reading failed part way; the model and optimizer are "
+                            "in an undefined state", error);
+  state.position = manifest.position;
+  return manifest.position;
+}
+
+}  // namespace acc::checkpoint

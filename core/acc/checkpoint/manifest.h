@@ -1,0 +1,60 @@
+#pragma once
+// manifest.json of a checkpoint directory: every tensor of the checkpoint (parameters under
+// their Hugging Face names, optimizer state as "optimizer.<state>.<parameter>") with its whole
+// shape and the pieces that hold it — file, entry, element range of the flattened tensor,
+// CRC-32 — plus the files' sizes and the training position. Internal to acc::checkpoint.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "acc/checkpoint/checkpoint.h"
+
+namespace acc::checkpoint {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr const char* kFullModelFile = "model.safetensors";
+
+struct PieceRecord {
+  std::string file;   // in the checkpoint directory
+  std::string entry;  // the safetensors entry holding it
+  int64_t begin = 0;  // first element of the flattened tensor
+  int64_t count = 0;
+  uint32_t crc32 = 0;  // of the entry's bytes
+  // The entry is the whole tensor stored transposed (Hugging Face's Conv1D layout, [in, out]).
+  bool transposed = false;
+};
+
+struct TensorRecord {
+  Shape shape;
+  std::optional<int64_t> step;  // optimizer state: the steps its parameter has taken
+  std::vector<PieceRecord> pieces;
+};
+
+struct Manifest {
+  int version = kFormatVersion;
+  std::string model;            // the model's type name
+  std::string strategy;         // what saved it, for messages
+  std::string state_dict_type;  // SHARDED_STATE_DICT or FULL_STATE_DICT
+  int world_size = 1;
+  Position position;
+  std::string optimizer;  // empty: none saved
+  int64_t optimizer_steps = 0;
+  std::vector<std::string> optimizer_state_names;
+  std::optional<int64_t> scheduler_step;
+  std::string config_yaml;
+  std::map<std::string, uint64_t> files;  // name -> size in bytes
+  std::map<std::string, TensorRecord> tensors;
+
+  std::string to_json() const;
+  // Parses and checks the structure; `where` names the file in messages. A newer version is an
+  // error saying which acc it needs.
+  static Manifest parse(const std::string& json, const std::string& where);
+};
+
+// The key of a parameter's optimizer state tensor.
+std::string optimizer_key(const std::string& state_name, const std::string& parameter);
+
+}  // namespace acc::checkpoint

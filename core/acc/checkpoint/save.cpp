@@ -1,0 +1,253 @@
+// save_state: every rank writes the pieces it owns into its shard file, rank 0 writes the
+// manifest and commits the directory once every rank has succeeded.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "acc/autograd/grad_mode.h"
+#include "acc/checkpoint/checkpoint.h"
+#include "acc/checkpoint/layout.h"
+#include "acc/checkpoint/manifest.h"
+#include "acc/dist/agreement.h"
+#include "acc/io/safetensors.h"
+#include "acc/ops/ops.h"
+#include "acc/runtime/init.h"
+#include "acc/util/error.h"
+
+namespace acc::checkpoint {
+
+namespace {
+
+// Test hook: ACC_TEST_CHECKPOINT_FAULT=kill:R makes rank R die (SIGKILL) halfway through its
+// shard file; fail:R makes its write fail as a full disk would. Used by the crash tests only.
+void maybe_inject_fault(int rank) {
+  const char* spec = std::getenv("ACC_TEST_CHECKPOINT_FAULT");
+  if (!spec) return;
+  const std::string s = spec;
+  const auto colon = s.find(':');
+  if (colon == std::string::npos || std::stoi(s.substr(colon + 1)) != rank) return;
+  if (s.substr(0, colon) == "kill") std::raise(SIGKILL);
+  if (s.substr(0, colon) == "fail") ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
+}
+
+std::string shard_file_name(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
+  return buf;
+}
+
+// Which pieces this rank writes. Ranks holding the same piece (replicas under NO_SHARD and the
+// hybrid strategies) take turns, so the writing is spread over them and nothing is written twice.
+std::vector<bool> owned_pieces(const std::vector<ShardedModel::ParameterPiece>& pieces) {
+  auto& group = world();
+  std::ostringstream mine;
+  for (const auto& p : pieces) mine << p.name << '\t' << p.begin << '\t' << p.master.numel() << '\n';
+  const auto all = dist::all_gather_strings(group, mine.str());
+  std::map<std::string, std::vector<int>> holders;  // "name\tbegin\tcount" -> ranks, ascending
+  for (int r = 0; r < group.size(); ++r) {
+    std::istringstream in(all[r]);
+    for (std::string line; std::getline(in, line);) holders[line].push_back(r);
+  }
+  std::map<std::string, int> owner;
+  int turn = 0;
+  for (const auto& [key, ranks] : holders) owner[key] = ranks[turn++ % ranks.size()];
+  std::vector<bool> out;
+  for (const auto& p : pieces)
+    out.push_back(owner.at(p.name + '\t' + std::to_string(p.begin) + '\t' +
+                           std::to_string(p.master.numel())) == group.rank());
+  return out;
+}
+
+// This rank's shard file: its owned parameter pieces (unless the model goes to the full file)
+// and their optimizer state. Returns what the manifest needs to know of it.
+Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState& state,
+                          bool model_in_shards) {
+  const int rank = world().rank();
+  const auto pieces = state.model->parameter_pieces();
+  const auto owned = owned_pieces(pieces);
+  const auto slots = optimizer_slots(state.optimizer, pieces);
+
+  struct Item {
+    std::string key;
+    size_t piece;
+    Tensor data;
+    std::optional<int64_t> step;
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (!owned[i]) continue;
+    if (model_in_shards) items.push_back({pieces[i].name, i, pieces[i].master, std::nullopt});
+    if (!slots[i]) continue;
+    const optim::ParamState& s = state.optimizer->state(slots[i]->group, slots[i]->index);
+    for (size_t k = 0; k < s.tensors.size(); ++k)  // none before the parameter's first step
+      items.push_back({optimizer_key(state.optimizer->state_names()[k], pieces[i].name), i,
+                       s.tensors[k], s.step});
+  }
+  Manifest part;
+  if (items.empty()) return part;
+  const std::string file = shard_file_name(rank, world().size());
+  std::vector<io::SafetensorsEntry> entries;
+  for (const auto& item : items) entries.push_back({item.key, DType::f32, {item.data.numel()}});
+  io::SafetensorsWriter writer(tmp / file, std::move(entries), {{"format", "acc-shard"}});
+  for (size_t n = 0; n < items.size(); ++n) {
+    if (n == items.size() / 2) maybe_inject_fault(rank);
+    writer.write(items[n].key, items[n].data.raw_data());
+  }
+  writer.finish();
+  part.files[file] = writer.file_bytes();
+  for (const auto& item : items) {
+    const auto& piece = pieces[item.piece];
+    TensorRecord& rec = part.tensors[item.key];
+    rec.shape = piece.shape;
+    rec.step = item.step;
+    rec.pieces.push_back({file, item.key, piece.begin, item.data.numel(), writer.crc32(item.key)});
+  }
+  return part;
+}
+
+// model.safetensors with Hugging Face names and layout, written by rank 0 while every rank
+// takes part in gathering one unit at a time.
+Manifest write_full_model(const std::filesystem::path& tmp, ShardedModel& model) {
+  const models::Model& inner = model.module();
+  const bool writes = world().rank() == 0;
+  std::optional<io::SafetensorsWriter> writer;
+  std::map<std::string, Shape> shapes;
+  if (writes) {
+    std::vector<io::SafetensorsEntry> entries;
+    for (const auto& [name, p] : inner.named_parameters()) {
+      shapes[name] = p.shape();
+      entries.push_back({name, DType::f32, file_layout_shape(inner, name, p.shape())});
+    }
+    writer.emplace(tmp / kFullModelFile, std::move(entries), io::SafetensorsMetadata{{"format", "pt"}});
+  }
+  // A failed write must not stop rank 0 from taking part in the remaining gathers: the other
+  // ranks would wait for it until the collective timeout.
+  std::exception_ptr failed;
+  model.visit_full_parameters([&](const std::vector<std::pair<std::string, Tensor>>& params) {
+    if (!writes || failed) return;
+    try {
+      for (const auto& [name, value] : params)
+        writer->write(name, (inner.stored_transposed(name) ? ops::transpose(value) : value).raw_data());
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  if (failed) std::rethrow_exception(failed);
+  Manifest part;
+  if (!writes) return part;
+  writer->finish();
+  part.files[kFullModelFile] = writer->file_bytes();
+  for (const auto& [name, shape] : shapes) {
+    TensorRecord& rec = part.tensors[name];
+    rec.shape = shape;
+    rec.pieces.push_back({kFullModelFile, name, 0, shape_numel(shape), writer->crc32(name),
+                          inner.stored_transposed(name)});
+  }
+  return part;
+}
+
+void merge_into(Manifest& into, const Manifest& part) {
+  for (const auto& [file, bytes] : part.files) into.files[file] = bytes;
+  for (const auto& [key, rec] : part.tensors) {
+    TensorRecord& t = into.tensors[key];
+    t.shape = rec.shape;
+    t.step = rec.step;
+    t.pieces.insert(t.pieces.end(), rec.pieces.begin(), rec.pieces.end());
+  }
+}
+
+Manifest describe_run(const TrainingState& state, bool full) {
+  Manifest m;
+  m.model = state.model->module().type_name();
+  m.strategy = state.config ? state.config->strategy_name() : state.model->type_name();
+  m.state_dict_type = to_string(full ? StateDictType::FULL_STATE_DICT : StateDictType::SHARDED_STATE_DICT);
+  m.world_size = world().size();
+  m.position = state.position;
+  if (state.optimizer) {
+    m.optimizer = state.optimizer->name();
+    m.optimizer_steps = state.optimizer->steps_taken();
+    m.optimizer_state_names = state.optimizer->state_names();
+  }
+  if (state.scheduler) m.scheduler_step = state.scheduler->current_step();
+  if (state.config) m.config_yaml = state.config->to_yaml();
+  return m;
+}
+
+// Rank 0: manifest.json, then the directory renamed into place.
+void commit(const std::filesystem::path& tmp, const std::filesystem::path& dir,
+            const Manifest& manifest) {
+  {
+    const auto path = tmp / kManifestFile;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    ACC_CHECK(out.is_open(), "cannot create ", path.string());
+    out << manifest.to_json();
+    out.flush();
+    ACC_CHECK(out.good(), "writing ", path.string(), " failed (disk full?)");
+  }
+  sync_path(tmp / kManifestFile);
+  sync_path(tmp);
+  replace_directory(tmp, dir);
+}
+
+}  // namespace
+
+void save_state(const std::filesystem::path& dir, const TrainingState& state) {
+  ACC_CHECK(state.model != nullptr, "save_state: TrainingState.model is required");
+  autograd::NoGradGuard no_grad;
+  auto& group = world();
+  const bool main = group.rank() == 0;
+  const bool full = state.config &&
+                    state.config->dist.fsdp.state_dict_type == StateDictType::FULL_STATE_DICT;
+  const std::filesystem::path tmp = temp_dir_for(dir);
+  const std::string what = "save_state " + dir.string() + ": ";
+
+  std::exception_ptr error;
+  // Every rank learns of any rank's failure; rank 0 then removes the unfinished directory.
+  auto agree = [&](const std::string& failure) {
+    try {
+      dist::raise_if_any_failed(group, what + failure, error);
+    } catch (...) {
+      std::error_code ignored;
+      if (main) std::filesystem::remove_all(tmp, ignored);
+      throw;
+    }
+  };
+  if (main) try {
+      std::filesystem::remove_all(tmp);
+      std::filesystem::create_directories(tmp);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  agree("cannot create " + tmp.string());
+
+  Manifest part;
+  try {
+    part = write_shard_file(tmp, state, !full);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree("writing the shards failed; the previous checkpoint is kept");
+  if (full) {
+    try {
+      merge_into(part, write_full_model(tmp, *state.model));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    agree(std::string("writing ") + kFullModelFile + " failed; the previous checkpoint is kept");
+  }
+
+  const auto parts = dist::all_gather_strings(group, part.to_json());
+  if (main) try {
+      Manifest manifest = describe_run(state, full);
+      for (const auto& text : parts) merge_into(manifest, Manifest::parse(text, "a rank's part of the manifest"));
+      commit(tmp, dir, manifest);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  agree("committing failed; the previous checkpoint is kept");
+}
+
+}  // namespace acc::checkpoint

@@ -1,0 +1,198 @@
+// Checkpoints at the world size the test runs on (1, 2 and 4 ranks): a resumed run is the
+// uninterrupted run, bit for bit, under every strategy; every kind of damage is one clear
+// error on every rank with nothing changed; a failed save keeps the previous checkpoint.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "acc/checkpoint/checkpoint.h"
+#include "trainer.h"
+
+namespace acc::test {
+namespace {
+
+constexpr int64_t kK = 4;  // steps before and after the save: 8 steps cross an epoch boundary
+
+using Case = std::tuple<std::string, bool, bool>;  // strategy, bf16, FULL_STATE_DICT
+
+class Resume : public ::testing::TestWithParam<Case> {};
+
+// Resuming changes no arithmetic: same world, same strategy, same reductions. So the losses
+// and parameters must be identical, not merely close; bf16 too, since the bf16 copies are
+// recomputed from the f32 masters exactly as the optimizer writes them.
+TEST_P(Resume, ContinuesBitForBit) {
+  const auto& [strategy, bf16, full] = GetParam();
+  Config config = strategy_config(strategy, "gpt2", bf16);
+  if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+  SharedTempDir tmp;
+  const auto dir = tmp.path() / "step";
+
+  Trainer straight("gpt2", config);
+  const auto all = straight.train(2 * kK, [&](int64_t step) {
+    if (step == kK) straight.save(dir);
+  });
+  Trainer resumed("gpt2", config, /*seed=*/99);  // another init: the load must replace it all
+  resumed.load(dir);
+  EXPECT_EQ(resumed.position().step, kK);
+  const auto rest = resumed.train(kK);
+  for (int64_t i = 0; i < kK; ++i) EXPECT_EQ(rest[i], all[kK + i]) << "step " << kK + i;
+  const auto a = straight.parameters(), b = resumed.parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second, b[i].second) << a[i].first;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, Resume,
+    ::testing::Values(Case{"FULL_SHARD", false, false}, Case{"SHARD_GRAD_OP", false, false},
+                      Case{"NO_SHARD", false, false}, Case{"HYBRID_SHARD", false, false},
+                      Case{"HYBRID_SHARD_ZERO2", false, false}, Case{"FULL_SHARD", true, false},
+                      Case{"FULL_SHARD", false, true}, Case{"NO_SHARD", true, true}),
+    [](const auto& info) {
+      return std::get<0>(info.param) + (std::get<1>(info.param) ? "_bf16" : "_f32") +
+             (std::get<2>(info.param) ? "_full" : "_sharded");
+    });
+
+// Saved under one strategy, loaded under another at the same world size: the continuation
+// differs from the saving strategy's only in the order of f32 additions (the equivalence
+// tests' bound, 1e-5 relative on the losses).
+TEST(Checkpoint, LoadsUnderAnotherStrategy) {
+  SharedTempDir tmp;
+  Trainer straight("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+  const auto all = straight.train(2 * kK, [&](int64_t step) {
+    if (step == kK) straight.save(tmp.path() / "step");
+  });
+  for (const char* other : {"NO_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD_ZERO2"}) {
+    Trainer resumed("gpt2", strategy_config(other, "gpt2"), 5);
+    resumed.load(tmp.path() / "step");
+    const auto rest = resumed.train(kK);
+    for (int64_t i = 0; i < kK; ++i)
+      EXPECT_NEAR(rest[i], all[kK + i], 1e-5 * std::abs(all[kK + i])) << other << " step " << i;
+  }
+}
+
+// --- damage: each is one error naming the problem, on every rank, nothing changed ---
+
+class Damaged : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    trainer_ = std::make_unique<Trainer>("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+    trainer_->train(2);
+    trainer_->save(dir());
+  }
+  std::filesystem::path dir() const { return tmp_.path() / "step"; }
+  // Runs `damage` on rank 0, then expects loading into a fresh trainer to fail with `message`
+  // on every rank and leave that trainer's parameters as they were.
+  void expect_load_fails(const std::function<void()>& damage, const std::string& message,
+                         const std::string& kind = "gpt2") {
+    if (world().rank() == 0) damage();
+    world().barrier();
+    Trainer fresh(kind, strategy_config("FULL_SHARD", kind), 3);
+    const auto before = fresh.local_values();
+    try {
+      fresh.load(dir());
+      ADD_FAILURE() << "loading succeeded; expected an error containing: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fresh.local_values(), before) << "a failed load changed the model";
+  }
+  std::filesystem::path shard(int rank) const {
+    char name[64];
+    std::snprintf(name, sizeof name, "shard-%05d-of-%05d.safetensors", rank, world().size());
+    return dir() / name;
+  }
+
+  SharedTempDir tmp_;
+  std::unique_ptr<Trainer> trainer_;
+};
+
+TEST_F(Damaged, MissingShard) {
+  expect_load_fails([&] { std::filesystem::remove(shard(world().size() - 1)); }, "is missing from");
+}
+
+TEST_F(Damaged, TruncatedFile) {
+  expect_load_fails([&] { std::filesystem::resize_file(shard(0), std::filesystem::file_size(shard(0)) - 100); },
+                    "(truncated or replaced)");
+}
+
+TEST_F(Damaged, AlteredByte) {
+  expect_load_fails(
+      [&] {
+        std::fstream f(shard(0), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(-8, std::ios::end);
+        char c = 0;
+        f.read(&c, 1);
+        c = static_cast<char>(c ^ 0x40);
+        f.seekp(-8, std::ios::end);
+        f.write(&c, 1);
+      },
+      "does not match its checksum");
+}
+
+TEST_F(Damaged, AnotherModel) {
+  expect_load_fails([] {}, "differs from this Llama", "llama");
+}
+
+TEST_F(Damaged, NewerFormat) {
+  expect_load_fails(
+      [&] {
+        const auto path = dir() / "manifest.json";
+        std::ifstream in(path);
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        const auto at = text.find("\"version\"");
+        text.replace(at, text.find(',', at) - at, "\"version\": 99");
+        std::ofstream(path) << text;
+      },
+      "format version 99 was written by a newer acc");
+}
+
+TEST_F(Damaged, UnfinishedSave) {
+  expect_load_fails([&] { std::filesystem::remove(dir() / "manifest.json"); },
+                    "not a checkpoint, or one whose save did not finish");
+}
+
+// A save that fails on one rank (a full disk, simulated) is an error on every rank; the
+// previous checkpoint stays the latest and loads; nothing of the failed one is left.
+TEST(Checkpoint, FailedSaveKeepsThePreviousCheckpoint) {
+  SharedTempDir tmp;
+  Trainer trainer("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+  trainer.train(1);
+  checkpoint::save_checkpoint(tmp.path(), trainer.state());
+  trainer.train(1);
+  const std::string fault = "fail:" + std::to_string(world().size() - 1);
+  ::setenv("ACC_TEST_CHECKPOINT_FAULT", fault.c_str(), 1);
+  EXPECT_THROW(
+      {
+        try {
+          checkpoint::save_checkpoint(tmp.path(), trainer.state());
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  ::unsetenv("ACC_TEST_CHECKPOINT_FAULT");
+  world().barrier();
+  const auto latest = checkpoint::latest_checkpoint(tmp.path());
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->filename(), "step_000001");
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "step_000002.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "step_000002"));
+  Trainer fresh("gpt2", strategy_config("FULL_SHARD", "gpt2"), 4);
+  fresh.load(*latest);
+  EXPECT_EQ(fresh.position().step, 1);
+}
+
+TEST(Checkpoint, KeepsTheNewestK) {
+  SharedTempDir tmp;
+  Trainer trainer("gpt2", strategy_config("SHARD_GRAD_OP", "gpt2"));
+  trainer.train(4, [&](int64_t) { checkpoint::save_checkpoint(tmp.path(), trainer.state(), 2); });
+  world().barrier();
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "step_000002"));
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "step_000003"));
+  EXPECT_EQ(checkpoint::latest_checkpoint(tmp.path())->filename(), "step_000004");
+}
+
+}  // namespace
+}  // namespace acc::test
