@@ -21,16 +21,26 @@ namespace acc::checkpoint {
 
 namespace {
 
-// Test hook: ACC_TEST_CHECKPOINT_FAULT=kill:R makes rank R die (SIGKILL) halfway through its
-// shard file; fail:R makes its write fail as a full disk would. Used by the crash tests only.
-void maybe_inject_fault(int rank) {
+// Test hook: ACC_TEST_CHECKPOINT_FAULT=kill:R[:N] makes rank R die (SIGKILL) halfway through
+// its shard file in the N-th save of the process (default: the first); fail:R[:N] makes that
+// write fail as a full disk would. Used by the crash tests only.
+enum class Fault { none, kill, fail };
+
+Fault fault_for_this_save(int rank) {
+  static int saves = 0;
+  ++saves;
   const char* spec = std::getenv("ACC_TEST_CHECKPOINT_FAULT");
-  if (!spec) return;
-  const std::string s = spec;
-  const auto colon = s.find(':');
-  if (colon == std::string::npos || std::stoi(s.substr(colon + 1)) != rank) return;
-  if (s.substr(0, colon) == "kill") std::raise(SIGKILL);
-  if (s.substr(0, colon) == "fail") ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
+  char action[8] = {};
+  int who = -1, nth = 1;
+  if (!spec || std::sscanf(spec, "%7[a-z]:%d:%d", action, &who, &nth) < 2 || who != rank ||
+      nth != saves)
+    return Fault::none;
+  return std::string(action) == "kill" ? Fault::kill : Fault::fail;
+}
+
+void inject(Fault fault) {
+  if (fault == Fault::kill) std::raise(SIGKILL);
+  if (fault == Fault::fail) ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
 }
 
 std::string shard_file_name(int rank, int world) {
@@ -66,6 +76,7 @@ std::vector<bool> owned_pieces(const std::vector<ShardedModel::ParameterPiece>& 
 Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState& state,
                           bool model_in_shards) {
   const int rank = world().rank();
+  const Fault fault = fault_for_this_save(rank);
   const auto pieces = state.model->parameter_pieces();
   const auto owned = owned_pieces(pieces);
   const auto slots = optimizer_slots(state.optimizer, pieces);
@@ -93,7 +104,7 @@ Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState&
   for (const auto& item : items) entries.push_back({item.key, DType::f32, {item.data.numel()}});
   io::SafetensorsWriter writer(tmp / file, std::move(entries), {{"format", "acc-shard"}});
   for (size_t n = 0; n < items.size(); ++n) {
-    if (n == items.size() / 2) maybe_inject_fault(rank);
+    if (n == items.size() / 2) inject(fault);
     writer.write(items[n].key, items[n].data.raw_data());
   }
   writer.finish();

@@ -9,6 +9,7 @@
 #include "acc/accelerate/accelerate.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/data/data_dir.h"
+#include "acc/checkpoint/checkpoint.h"
 #include "acc/data/dataloader.h"
 #include "acc/data/gpt2_tokenizer.h"
 #include "acc/data/token_file.h"
@@ -46,13 +47,21 @@ options:
   --val-batches N      batches per validation; 0 = all of val.bin [0]
   --init-from FILE     start from a .safetensors file (Hugging Face names and layout)
   --save FILE          write the trained weights as .safetensors at the end
+  --save_every N       a checkpoint every N steps into --checkpoint_dir [0: none]
+  --save_total_limit K keep only the newest K checkpoints [0: all]
+  --checkpoint_dir DIR where checkpoints go: DIR/step_000100, DIR/latest [checkpoints]
+  --resume [auto|DIR]  continue from DIR, or from the latest checkpoint (--resume: it must
+                       exist; --resume auto: when there is one) - same model, any world size
+                       and strategy
   --sample-tokens N    tokens of generated text at the end [64]
   --seed N             init and data-order seed [0]
   --threads N          worker threads [all cores])";
 
 struct Options {
-  std::string config_file, config, data_dir, init_from, save;
+  std::string config_file, config, data_dir, init_from, save, checkpoint_dir;
+  std::optional<std::string> resume;  // "" = latest, "auto" = latest if any, else a directory
   int64_t steps, batch, seq, warmup, val_every, val_batches, sample_tokens, threads;
+  int64_t save_every, save_total_limit;
   double lr, weight_decay, clip;
   bool bf16;
   uint64_t seed;
@@ -77,12 +86,18 @@ Options parse(int argc, char** argv) {
   o.val_batches = args.get_int("val-batches", 0);
   o.init_from = args.get("init-from", "");
   o.save = args.get("save", "");
+  o.save_every = args.get_int("save_every", 0);
+  o.save_total_limit = args.get_int("save_total_limit", 0);
+  o.checkpoint_dir = args.get("checkpoint_dir", "checkpoints");
+  if (args.has("resume")) o.resume = args.get("resume", "");
   o.sample_tokens = args.get_int("sample-tokens", 64);
   o.seed = static_cast<uint64_t>(args.get_int("seed", 0));
   o.threads = args.get_int("threads", 0);
   args.finish();
   ACC_CHECK(o.steps > 0 && o.batch > 0 && o.seq > 0 && o.val_every > 0,
             "--steps, --batch, --seq and --val-every must be positive");
+  ACC_CHECK(o.save_every >= 0 && o.save_total_limit >= 0,
+            "--save_every and --save_total_limit must be >= 0 (0: never / keep all)");
   ACC_CHECK(o.val_batches >= 0, "--val-batches must be >= 0 (0 = all of val.bin)");
   ACC_CHECK(o.lr > 0 && o.clip > 0 && o.warmup >= 0, "--lr and --clip must be positive, --warmup >= 0");
   return o;
@@ -157,6 +172,16 @@ void print_sample(models::CausalLM& model, const Options& o) {
   std::printf("sample: %s\n", tokenizer.decode(ids).c_str());
 }
 
+// The checkpoint --resume names, if any.
+std::optional<std::filesystem::path> resume_dir(const Options& o) {
+  if (!o.resume) return std::nullopt;
+  if (!o.resume->empty() && *o.resume != "auto") return std::filesystem::path(*o.resume);
+  const auto latest = checkpoint::latest_checkpoint(o.checkpoint_dir);
+  ACC_CHECK(latest || *o.resume == "auto", "--resume: no checkpoint in ", o.checkpoint_dir,
+            " (", o.checkpoint_dir, "/latest does not exist); --resume auto starts afresh then");
+  return latest;
+}
+
 int run(const Options& o, const std::string& program, const CausalLMFactory& make_model,
         const std::string& block_class) {
   if (o.threads > 0) runtime::set_num_threads(static_cast<int>(o.threads));
@@ -204,14 +229,25 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   optim::AdamW opt(sharded->param_groups(o.weight_decay), {.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95});
   optim::LRScheduler schedule(opt, optim::warmup_cosine_lr(o.lr, o.lr / 10, o.warmup, o.steps), o.lr);
 
+  checkpoint::TrainingState state{sharded.get(), &opt, &schedule, &config, {}};
+  if (const auto from = resume_dir(o)) {
+    checkpoint::load_state(*from, state);
+    say("resumed from " + from->string() + " at step " + std::to_string(state.position.step));
+  }
+  checkpoint::Position& at = state.position;
+
   ThroughputMeter meter(model->train_flops_per_token(o.seq), peak);
   std::optional<ProgressBar> bar;  // rank 0's
   if (main) bar.emplace(o.steps, "train");
-  auto it = loader.begin();
+  if (bar && at.step > 0) bar->update(at.step);
+  loader.set_epoch(at.epoch);
+  auto it = loader.begin_at(at.batch);
   double last_loss = NAN, val = NAN;
-  for (int64_t step = 0; step < o.steps; ++step) {
+  const int64_t first_step = at.step;
+  for (int64_t step = first_step; step < o.steps; ++step) {
     if (it == loader.end()) {
-      loader.set_epoch(loader.epoch() + 1);
+      loader.set_epoch(++at.epoch);
+      at.batch = 0;
       it = loader.begin();
     }
     opt.zero_grad();
@@ -221,8 +257,14 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     opt.step();
     schedule.step();
     ++it;
+    ++at.batch;
+    at.step = step + 1;
     last_loss = rank_mean(loss.item());
-    if (step == 0) meter.reset();  // the first step pays for primitive creation and page faults
+    if (o.save_every > 0 && at.step % o.save_every == 0) {
+      const auto dir = checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit));
+      if (bar) bar->write("saved " + dir.string());
+    }
+    if (step == first_step) meter.reset();  // the first step pays for primitive creation and page faults
     else meter.step(o.batch * o.seq);
     if (bar) {
       bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, opt.lr(0), norm,

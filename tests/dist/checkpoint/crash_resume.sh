@@ -1,0 +1,37 @@
+#!/bin/sh
+# crash_resume.sh ACCELERATE TRAIN_GPT2: a 2-rank training run whose rank 1 is killed in the
+# middle of its second checkpoint leaves the first one as `latest`, intact; `--resume auto`
+# continues from it and ends with exactly the losses of a run that was never interrupted.
+set -eu
+accelerate=$1 program=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir -p "$dir/data"
+# llm.c token files: 256 int32 header (magic, version, count), then uint16 tokens.
+python3 - "$dir/data" <<'PY'
+import struct, sys
+for name, n in (("train.bin", 4096), ("val.bin", 1024)):
+    tokens = [(i * 7 + i // 13) % 1000 for i in range(n)]
+    with open(sys.argv[1] + "/" + name, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+        f.write(struct.pack("<%dH" % n, *tokens))
+PY
+cd "$dir"
+run() {
+  "$accelerate" launch --num_processes 2 "$program" --config tiny --data data --steps 6 --batch 4 \
+    --seq 16 --val-every 3 --val-batches 2 --sample-tokens 0 --threads 1 "$@" 2>&1
+}
+final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
+
+straight=$(run) || { echo "$straight"; exit 1; }
+if crashed=$(ACC_TEST_CHECKPOINT_FAULT=kill:1:2 run --save_every 2 --checkpoint_dir ckpt); then
+  echo "$crashed"; echo "FAIL: the run whose rank 1 was killed exited 0"; exit 1
+fi
+[ "$(cat ckpt/latest)" = step_000002 ] || { echo "FAIL: latest is '$(cat ckpt/latest)', expected step_000002"; exit 1; }
+[ ! -e ckpt/step_000004 ] || { echo "FAIL: the interrupted step_000004 was committed"; exit 1; }
+resumed=$(run --save_every 2 --checkpoint_dir ckpt --resume auto) || { echo "$resumed"; exit 1; }
+echo "$resumed" | grep -q "resumed from ckpt/step_000002 at step 2" || { echo "$resumed"; echo "FAIL: did not resume"; exit 1; }
+echo "straight: $(final "$straight")"
+echo "resumed:  $(final "$resumed")"
+[ "$(final "$straight")" = "$(final "$resumed")" ] || { echo "FAIL: the resumed run ended elsewhere"; exit 1; }
+[ "$(cat ckpt/latest)" = step_000006 ] || { echo "FAIL: latest is not step_000006"; exit 1; }
