@@ -56,6 +56,12 @@ void save_state(const std::filesystem::path& dir, const TrainingState& state);
 // newer format — is one acc::Error on every rank, with nothing changed. A collective.
 Position load_state(const std::filesystem::path& dir, TrainingState& state);
 
+// Consolidates the parameters of checkpoint `dir` into one safetensors file with Hugging Face
+// names and layout (what `accelerate merge-weights` does), in `dtype` (f32 or bf16), checking
+// every checksum. Streams: at most one tensor is in memory. Needs no model and no ranks.
+void merge_weights(const std::filesystem::path& dir, const std::filesystem::path& out,
+                   DType dtype = DType::f32);
+
 // --- a directory of checkpoints, as the training programs keep them ---
 // root/step_%06d for state.position.step, then root/latest; with keep > 0 only the newest
 // `keep` step directories stay. Returns the step directory. A collective.

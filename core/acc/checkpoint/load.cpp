@@ -2,37 +2,20 @@
 // verifies those files (sizes, checksums) and the manifest against its model, and only once
 // every rank has found nothing wrong does any rank change its state.
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <set>
-#include <sstream>
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
+#include "acc/checkpoint/piece_reader.h"
 #include "acc/dist/agreement.h"
-#include "acc/io/safetensors.h"
-#include "acc/ops/ops.h"
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
 
 namespace {
-
-bool is_optimizer_key(const std::string& key) { return key.rfind("optimizer.", 0) == 0; }
-
-Manifest read_manifest(const std::filesystem::path& dir) {
-  const auto path = dir / kManifestFile;
-  ACC_CHECK(std::filesystem::is_directory(dir), "no checkpoint directory ", dir.string());
-  ACC_CHECK(std::filesystem::is_regular_file(path), "no ", kManifestFile, " in ", dir.string(),
-            ": not a checkpoint, or one whose save did not finish");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return Manifest::parse(text.str(), path.string());
-}
 
 // The checkpoint's parameters must be the model's: same names, same shapes.
 void check_same_model(const Manifest& manifest, const models::Model& model) {
@@ -137,67 +120,6 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
   return plan;
 }
 
-// Opens each file once, checks its size against the manifest and each entry it will be read
-// from against its checksum.
-class Files {
- public:
-  Files(std::filesystem::path dir, const Manifest& manifest)
-      : dir_(std::move(dir)), manifest_(manifest) {}
-
-  const io::SafetensorsReader& reader(const std::string& file) {
-    auto it = readers_.find(file);
-    if (it != readers_.end()) return it->second;
-    const auto path = dir_ / file;
-    ACC_CHECK(std::filesystem::is_regular_file(path), file, " is missing from ", dir_.string());
-    const auto expected = manifest_.files.find(file);
-    ACC_CHECK(expected != manifest_.files.end(), file, " is not listed in the manifest's files");
-    const auto size = std::filesystem::file_size(path);
-    ACC_CHECK(size == expected->second, file, " has ", size, " bytes, the manifest says ",
-              expected->second, " (truncated or replaced)");
-    return readers_.emplace(file, io::SafetensorsReader(path)).first->second;
-  }
-
-  void verify(const PieceRecord& piece) {
-    if (!verified_.insert(piece.file + '\n' + piece.entry).second) return;
-    const auto& r = reader(piece.file);
-    ACC_CHECK(r.contains(piece.entry), piece.file, " has no entry \"", piece.entry, "\"");
-    const auto& e = r.entry(piece.entry);
-    ACC_CHECK(e.dtype == DType::f32 && e.numel() == piece.count, piece.file, ": \"", piece.entry,
-              "\" is ", dtype_name(e.dtype), shape_str(e.shape), ", the manifest says ",
-              piece.count, " f32 elements");
-    // Chunked, so verifying holds at most 16 MB whatever the tensor's size.
-    constexpr int64_t kChunk = 4 << 20;
-    std::vector<float> buffer(static_cast<size_t>(std::min<int64_t>(kChunk, piece.count)));
-    uint32_t crc = 0;
-    for (int64_t at = 0; at < piece.count; at += kChunk) {
-      const int64_t n = std::min(kChunk, piece.count - at);
-      r.read_range_into(piece.entry, at, at + n, buffer.data());
-      crc = io::crc32(buffer.data(), static_cast<size_t>(n) * sizeof(float), crc);
-    }
-    ACC_CHECK(crc == piece.crc32, piece.file, ": \"", piece.entry, "\" does not match its checksum "
-              "(the file was altered or damaged)");
-  }
-
-  void read(const Target& t, const Read& r) {
-    const auto& reader = this->reader(r.piece->file);
-    float* dst = t.dst.data<float>() + r.at;
-    if (!r.piece->transposed) {
-      reader.read_range_into(r.piece->entry, r.from - r.piece->begin,
-                             r.from - r.piece->begin + r.count, dst);
-      return;
-    }
-    // Stored [in, out] (Hugging Face's Conv1D): the whole tensor, turned back.
-    Tensor whole = ops::transpose(reader.read(r.piece->entry));
-    std::copy_n(whole.data<float>() + r.from, r.count, dst);
-  }
-
- private:
-  std::filesystem::path dir_;
-  const Manifest& manifest_;
-  std::map<std::string, io::SafetensorsReader> readers_;
-  std::set<std::string> verified_;
-};
-
 }  // namespace
 
 Position load_state(const std::filesystem::path& dir, TrainingState& state) {
@@ -208,7 +130,7 @@ Position load_state(const std::filesystem::path& dir, TrainingState& state) {
   std::exception_ptr error;
   Manifest manifest;
   Plan plan;
-  std::optional<Files> files;
+  std::optional<PieceReader> files;
   try {
     manifest = read_manifest(dir);
     check_same_model(manifest, state.model->module());
@@ -230,7 +152,8 @@ Position load_state(const std::filesystem::path& dir, TrainingState& state) {
       for (size_t k = 0; k < fill.tensors.size(); ++k) fill.tensors[k].dst = s.tensors[k];
     }
     plan.for_each_target([&](Target& t) {
-      for (const auto& r : t.reads) files->read(t, r);
+      for (const auto& r : t.reads)
+        files->read(*r.piece, r.from, r.count, t.dst.data<float>() + r.at);
     });
     for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
     if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);

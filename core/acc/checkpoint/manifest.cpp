@@ -81,6 +81,7 @@ Object::Ptr tensor_json(const TensorRecord& t) {
   Array::Ptr shape = new Array;
   for (int64_t d : t.shape) shape->add(d);
   o->set("shape", shape);
+  if (t.hf_transposed) o->set("hf_transposed", true);
   if (t.step) o->set("step", *t.step);
   Array::Ptr pieces = new Array;
   for (const auto& p : t.pieces) {
@@ -106,6 +107,7 @@ TensorRecord parse_tensor(const Reader& r) {
               "] must be a non-negative integer");
     t.shape.push_back(v.convert<Poco::Int64>());
   }
+  if (r.has("hf_transposed")) t.hf_transposed = r.get("hf_transposed").convert<bool>();
   if (r.has("step")) t.step = r.num("step");
   const auto pieces = r.array("pieces");
   for (size_t i = 0; i < pieces->size(); ++i) {
@@ -123,6 +125,8 @@ TensorRecord parse_tensor(const Reader& r) {
 std::string optimizer_key(const std::string& state_name, const std::string& parameter) {
   return "optimizer." + state_name + "." + parameter;
 }
+
+bool is_optimizer_key(const std::string& key) { return key.rfind("optimizer.", 0) == 0; }
 
 std::string Manifest::to_json() const {
   Object root(Poco::JSON_PRESERVE_KEY_ORDER);

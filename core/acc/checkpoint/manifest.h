@@ -29,6 +29,9 @@ struct PieceRecord {
 
 struct TensorRecord {
   Shape shape;
+  // A parameter Hugging Face files store transposed (Conv1D, [in, out]): merge-weights writes
+  // it that way.
+  bool hf_transposed = false;
   std::optional<int64_t> step;  // optimizer state: the steps its parameter has taken
   std::vector<PieceRecord> pieces;
 };
@@ -56,5 +59,6 @@ struct Manifest {
 
 // The key of a parameter's optimizer state tensor.
 std::string optimizer_key(const std::string& state_name, const std::string& parameter);
+bool is_optimizer_key(const std::string& key);
 
 }  // namespace acc::checkpoint

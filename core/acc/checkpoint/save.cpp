@@ -22,7 +22,7 @@ namespace acc::checkpoint {
 namespace {
 
 // Test hook: ACC_TEST_CHECKPOINT_FAULT=kill:R[:N] makes rank R die (SIGKILL) halfway through
-// its shard file in the N-th save of the process (default: the first); fail:R[:N] makes that
+// its shard file in the N-th save of the process (without N: in every save); fail:R[:N] makes that
 // write fail as a full disk would. Used by the crash tests only.
 enum class Fault { none, kill, fail };
 
@@ -31,9 +31,9 @@ Fault fault_for_this_save(int rank) {
   ++saves;
   const char* spec = std::getenv("ACC_TEST_CHECKPOINT_FAULT");
   char action[8] = {};
-  int who = -1, nth = 1;
+  int who = -1, nth = 0;
   if (!spec || std::sscanf(spec, "%7[a-z]:%d:%d", action, &who, &nth) < 2 || who != rank ||
-      nth != saves)
+      (nth > 0 && nth != saves))
     return Fault::none;
   return std::string(action) == "kill" ? Fault::kill : Fault::fail;
 }
@@ -254,6 +254,8 @@ void save_state(const std::filesystem::path& dir, const TrainingState& state) {
   if (main) try {
       Manifest manifest = describe_run(state, full);
       for (const auto& text : parts) merge_into(manifest, Manifest::parse(text, "a rank's part of the manifest"));
+      for (auto& [key, rec] : manifest.tensors)
+        rec.hf_transposed = !is_optimizer_key(key) && state.model->module().stored_transposed(key);
       commit(tmp, dir, manifest);
     } catch (...) {
       error = std::current_exception();

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "../fsdp/fsdp_fixtures.h"
 #include "acc/checkpoint/checkpoint.h"
+#include "acc/models/checkpoint.h"
 #include "trainer.h"
 
 namespace acc::test {
@@ -69,6 +71,33 @@ TEST(Checkpoint, LoadsUnderAnotherStrategy) {
     for (int64_t i = 0; i < kK; ++i)
       EXPECT_NEAR(rest[i], all[kK + i], 1e-5 * std::abs(all[kK + i])) << other << " step " << i;
   }
+}
+
+// merge_weights gives one Hugging Face file (Conv1D weights [in, out]) that models::load_model
+// reads back into a plain model equal to the sharded one; bf16 rounds each value once.
+TEST(Checkpoint, MergeWeightsGivesTheWholeModel) {
+  SharedTempDir tmp;
+  Trainer trainer("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+  trainer.train(2);
+  trainer.save(tmp.path() / "step");
+  const auto whole = trainer.parameters();
+  if (world().rank() == 0) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      const auto out = tmp.path() / ("merged_" + std::string(dtype_name(dtype)) + ".safetensors");
+      checkpoint::merge_weights(tmp.path() / "step", out, dtype);
+      auto plain = make_model("gpt2", 123);
+      models::load_model(*plain, out);
+      const auto loaded = plain->named_parameters();
+      ASSERT_EQ(loaded.size(), whole.size());
+      for (size_t i = 0; i < whole.size(); ++i) {
+        const auto expected = dtype == DType::f32 ? whole[i].second
+                                                  : Tensor::from_vector(whole[i].second, {static_cast<int64_t>(whole[i].second.size())})
+                                                        .to(DType::bf16).to(DType::f32).to_vector();
+        EXPECT_EQ(loaded[i].second.to_vector(), expected) << whole[i].first << " " << dtype_name(dtype);
+      }
+    }
+  }
+  world().barrier();
 }
 
 // --- damage: each is one error naming the problem, on every rank, nothing changed ---

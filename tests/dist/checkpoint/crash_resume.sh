@@ -35,3 +35,6 @@ echo "straight: $(final "$straight")"
 echo "resumed:  $(final "$resumed")"
 [ "$(final "$straight")" = "$(final "$resumed")" ] || { echo "FAIL: the resumed run ended elsewhere"; exit 1; }
 [ "$(cat ckpt/latest)" = step_000006 ] || { echo "FAIL: latest is not step_000006"; exit 1; }
+# The finished run's checkpoint consolidates into one Hugging Face file.
+"$accelerate" merge-weights ckpt/step_000006 merged.safetensors --dtype bf16
+[ -s merged.safetensors ] || { echo "FAIL: merge-weights wrote nothing"; exit 1; }
