@@ -100,6 +100,38 @@ TEST(Checkpoint, MergeWeightsGivesTheWholeModel) {
   world().barrier();
 }
 
+// Hugging Face's style: what the accelerator prepared and registered is saved and restored.
+TEST(Checkpoint, AcceleratorSavesWhatItPrepared) {
+  SharedTempDir tmp;
+  auto run = [&](uint64_t seed, const std::function<void(Accelerator&, ShardedModel&, optim::AdamW&)>& body) {
+    Accelerator accelerator({.config = strategy_config("FULL_SHARD", "gpt2")});
+    data::DataLoader all(make_dataset("gpt2", 16), {.batch_size = 8, .prefetch = 0});
+    auto [model, loader] = accelerator.prepare(make_model("gpt2", seed), all);
+    optim::AdamW opt(model->param_groups(0.1), {.lr = 1e-3});
+    accelerator.register_for_checkpointing(&opt);
+    body(accelerator, *model, opt);
+    std::vector<std::vector<float>> values;
+    for (const auto& [_, t] : model->full_parameters()) values.push_back(t.to_vector());
+    return values;
+  };
+  const auto saved = run(0, [&](Accelerator& acc, ShardedModel& model, optim::AdamW& opt) {
+    data::DataLoader all(make_dataset("gpt2", 16), {.batch_size = 8, .prefetch = 0});
+    for (auto& batch : all.for_rank(world().rank(), world().size())) {
+      acc.backward(model.forward(batch).loss);
+      opt.step();
+      opt.zero_grad();
+    }
+    acc.save_state(tmp.path() / "acc", {.step = 2, .epoch = 1, .batch = 0});
+  });
+  const auto loaded = run(7, [&](Accelerator& acc, ShardedModel&, optim::AdamW& opt) {
+    const auto at = acc.load_state(tmp.path() / "acc");
+    EXPECT_EQ(at.step, 2);
+    EXPECT_EQ(at.epoch, 1);
+    EXPECT_EQ(opt.steps_taken(), 2);
+  });
+  EXPECT_EQ(loaded, saved);
+}
+
 // --- damage: each is one error naming the problem, on every rank, nothing changed ---
 
 class Damaged : public ::testing::Test {
