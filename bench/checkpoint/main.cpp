@@ -186,12 +186,18 @@ Extra peak_extra(const std::function<void()>& fn) {
   e.total = after.total.peak - before.total.current;
   for (size_t c = 0; c < memory::kNumCategories; ++c) {
     const int64_t grew = after.by_category[c].peak - before.by_category[c].current;
-    if (grew > 0) e.by_category[std::string(memory::category_name(static_cast<memory::Category>(c)))] = grew;
+    if (grew >= 100000) e.by_category[std::string(memory::category_name(static_cast<memory::Category>(c)))] = grew;
   }
   return e;
 }
 
 double mb(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
+
+std::string bench_format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
 
 // The results file: {"title", "date", "cpu", "notes", "runs": [one object per (model, ranks)]};
 // this run's object replaces an earlier one of the same model and world size.
@@ -340,11 +346,16 @@ int run(int argc, char** argv) {
   say("zlib CRC-32 on one core: %.2f GB/s\n", crc_gbs);
 
   // 1. The ceiling: raw write + fsync of the same bytes, same directory, every rank at once.
-  const RawWrite raw = raw_write(work_dir, shard_bytes);
+  // Best of two: on a VM the first write also pays for the guest's first touch of the memory
+  // that becomes page cache (the later saves reuse those pages, freed by the deletion).
+  RawWrite raw = raw_write(work_dir, shard_bytes);
+  say("raw write, first: %.2f s (write() %.2f s, fsync %.2f s)\n", raw.seconds, raw.write_seconds,
+      raw.fsync_seconds);
+  if (const RawWrite again = raw_write(work_dir, shard_bytes); again.seconds < raw.seconds) raw = again;
   double raw_total = 0;
   for (double b : gather(static_cast<double>(shard_bytes))) raw_total += b;
   const double raw_gbs = raw_total / raw.seconds / 1e9;
-  say("raw write: %.2f GB in %.2f s = %.2f GB/s (write() %.2f s, fsync %.2f s, slowest rank)\n",
+  say("raw write, best of 2: %.2f GB in %.2f s = %.2f GB/s (write() %.2f s, fsync %.2f s, slowest rank)\n",
       raw_total / 1e9, raw.seconds, raw_gbs, raw.write_seconds, raw.fsync_seconds);
 
   // 2. Sharded save and load.
@@ -370,7 +381,7 @@ int run(int argc, char** argv) {
       full_bytes / full_save_s / 1e9, full_load_s);
   auto categories = [](const Extra& e) {
     std::string s;
-    for (const auto& [c, b] : e.by_category) s += " " + c + " " + std::to_string(static_cast<int64_t>(mb(b))) + " MB";
+    for (const auto& [c, b] : e.by_category) s += " " + c + " " + bench_format("%.1f", mb(b)) + " MB";
     return s;
   };
   say("rank 0 peak extra memory: full save %.1f MB (%s ), full load %.1f MB (%s ); largest unit %.1f MB\n",
