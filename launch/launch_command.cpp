@@ -6,7 +6,13 @@
 #include <Poco/Process.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <thread>
 
@@ -17,12 +23,16 @@ namespace acc::cli {
 namespace {
 
 const char* kUsage =
-    "usage: accelerate launch --num_processes N [--config_file F] [--dry_run] program [args...]\n"
-    "  --num_processes N  ranks to start on this machine (default 1)\n"
-    "  --config_file F    accelerate config (YAML); ranks find it in ACC_CONFIG_FILE\n"
-    "  --dry_run          print the mpirun command instead of running it\n";
+    "usage: accelerate launch [--num_processes N] [--config_file F] [--<config key> VALUE ...]\n"
+    "                         [--max_restarts K] [--dry_run] program [args...]\n"
+    "  --num_processes N  ranks to start on this machine (default: the config's num_processes)\n"
+    "  --config_file F    accelerate config (YAML); default: the one `accelerate config` wrote\n"
+    "  --<key> VALUE      any config key on top of the file, e.g. --mixed_precision bf16,\n"
+    "                     --fsdp_sharding_strategy SHARD_GRAD_OP, --fsdp_state_dict_type FULL_STATE_DICT\n"
+    "  --max_restarts K   start a failed job again up to K times (programs resume from checkpoints)\n"
+    "  --dry_run          print the mpirun command and the config instead of running\n";
 
-int parse_count(const std::string& value) {
+int parse_count(const std::string& value, const std::string& name, int min) {
   size_t used = 0;
   int n = 0;
   try {
@@ -30,10 +40,71 @@ int parse_count(const std::string& value) {
   } catch (const std::exception&) {
     used = 0;
   }
-  ACC_CHECK(used == value.size() && n >= 1, "--num_processes '", value,
-            "' is not a rank count; expected a whole number >= 1");
+  ACC_CHECK(used == value.size() && n >= min, name, " '", value, "' is not a count; expected a whole number >= ", min);
   return n;
 }
+
+// A config key named on the command line: its short name ("fsdp_sharding_strategy").
+bool is_config_key(const std::string& name) {
+  for (const auto& key : Config::keys()) {
+    const auto dot = key.find('.');
+    if (name == key || (dot != std::string::npos && name == key.substr(dot + 1))) return true;
+  }
+  return false;
+}
+
+// mpirun's pid while it runs, for the signal handler.
+std::atomic<pid_t> g_mpirun{0};
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void forward_signal(int sig) {
+  g_interrupted = true;
+  if (const pid_t pid = g_mpirun.load(); pid > 0) ::kill(pid, sig);  // mpirun stops the ranks
+}
+
+// One run of mpirun: its output rewritten per rank; returns its exit code.
+int run_mpirun(const std::vector<std::string>& mpi_args, const Poco::Process::Env& env) {
+  Poco::Pipe output;  // ranks' stdout and stderr, tagged by mpirun, in one stream
+  Poco::ProcessHandle mpirun = [&] {
+    try {
+      return Poco::Process::launch("mpirun", mpi_args, nullptr, &output, &output, env);
+    } catch (const Poco::Exception& e) {
+      ACC_FAIL("could not start mpirun (is OpenMPI installed and on PATH?): ", e.displayText());
+    }
+  }();
+  g_mpirun = mpirun.id();
+  if (g_interrupted) ::kill(mpirun.id(), SIGTERM);  // a signal that came before the pid was known
+  Poco::PipeInputStream stream(output);
+  output.close(Poco::Pipe::CLOSE_WRITE);  // so the stream ends when mpirun exits
+  for (std::string line; std::getline(stream, line);) {
+    if (const auto tagged = parse_tagged_line(line))
+      (tagged->is_stderr ? std::cerr : std::cout) << rank_prefixed(*tagged) << '\n';
+    else
+      std::cerr << line << '\n';  // mpirun's own messages
+  }
+  const int code = mpirun.wait();
+  g_mpirun = 0;
+  return code;
+}
+
+// The resolved config in a file of its own for the ranks, removed when the launch ends.
+class TempConfigFile {
+ public:
+  explicit TempConfigFile(const std::string& yaml) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "acc_launch_XXXXXX.yaml").string();
+    const int fd = ::mkstemps(pattern.data(), 5);
+    ACC_CHECK(fd >= 0, "cannot create a temporary config file in ", std::filesystem::temp_directory_path().string());
+    const bool ok = ::write(fd, yaml.data(), yaml.size()) == static_cast<ssize_t>(yaml.size());
+    ::close(fd);
+    path_ = pattern;
+    ACC_CHECK(ok, "cannot write the temporary config file ", path_);
+  }
+  ~TempConfigFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace
 
@@ -55,7 +126,9 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
     if (arg.rfind("--", 0) != 0) break;  // the program starts here
     const std::string name = arg.substr(0, arg.find('='));
     if (name == "--num_processes") {
-      o.num_processes = parse_count(value_of(arg, name));
+      o.num_processes = parse_count(value_of(arg, name), name, 1);
+    } else if (name == "--max_restarts") {
+      o.max_restarts = parse_count(value_of(arg, name), name, 0);
     } else if (name == "--config_file") {
       const std::string path = value_of(arg, name);
       ACC_CHECK(std::filesystem::is_regular_file(path), "--config_file '", path,
@@ -66,9 +139,11 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
     } else if (name == "--help") {
       std::cout << kUsage;
       std::exit(0);
+    } else if (is_config_key(name.substr(2))) {
+      o.overrides.emplace_back(name.substr(2), value_of(arg, name));
     } else {
-      ACC_FAIL("unknown option '", arg, "'; known: --num_processes, --config_file, --dry_run\n",
-               kUsage);
+      ACC_FAIL("unknown option '", arg, "'; known: --num_processes, --config_file, --max_restarts, "
+               "--dry_run and every config key (see docs/config.md)\n", kUsage);
     }
   }
   o.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
@@ -76,49 +151,72 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
   return o;
 }
 
-std::vector<std::string> mpirun_args(const LaunchOptions& o, int cores, bool as_root) {
-  std::vector<std::string> a = {"-np", std::to_string(o.num_processes), "--tag-output"};
+ResolvedLaunch resolve_launch(const LaunchOptions& o) {
+  ResolvedLaunch r;
+  std::string file = o.config_file;
+  if (file.empty() && std::filesystem::is_regular_file(Config::default_path())) file = Config::default_path();
+  r.config = file.empty() ? Config{} : Config::from_file(file);
+  r.source = file.empty() ? "defaults" : file;
+  for (const auto& [key, value] : o.overrides) {
+    try {
+      r.config.set(key, value);
+    } catch (const Error& e) {
+      ACC_FAIL("--", key, " ", value, ": ", e.what());
+    }
+    r.source += " + --" + key + " " + value;
+  }
+  if (o.num_processes > 0) r.config.dist.num_processes = o.num_processes;
+  r.num_processes = r.config.dist.num_processes;
+  r.config.validate();
+  return r;
+}
+
+std::vector<std::string> mpirun_args(const LaunchOptions& o, int num_processes, int cores,
+                                     bool as_root) {
+  std::vector<std::string> a = {"-np", std::to_string(num_processes), "--tag-output"};
   if (as_root) a.push_back("--allow-run-as-root");  // mpirun refuses root without it
-  if (o.num_processes > cores) {
+  if (num_processes > cores) {
     a.insert(a.end(), {"--oversubscribe", "--bind-to", "none"});
   } else {
-    a.insert(a.end(), {"--map-by", "slot:PE=" + std::to_string(cores / o.num_processes),
+    a.insert(a.end(), {"--map-by", "slot:PE=" + std::to_string(cores / num_processes),
                        "--bind-to", "core"});
   }
-  if (!o.config_file.empty()) a.insert(a.end(), {"-x", "ACC_CONFIG_FILE"});
+  a.insert(a.end(), {"-x", "ACC_CONFIG_FILE", "-x", "ACC_RESTART_COUNT"});
   a.insert(a.end(), o.program.begin(), o.program.end());
   return a;
 }
 
 int run_launch(const std::vector<std::string>& args) {
   const LaunchOptions o = parse_launch_args(args);
+  const ResolvedLaunch r = resolve_launch(o);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto mpi_args = mpirun_args(o, cores, geteuid() == 0);
+  const auto mpi_args = mpirun_args(o, r.num_processes, cores, geteuid() == 0);
+  std::cout << "accelerate launch: " << r.num_processes << " ranks, config from " << r.source
+            << ":\n" << r.config.to_yaml() << std::flush;
   if (o.dry_run) {
     std::cout << "mpirun";
     for (const auto& a : mpi_args) std::cout << ' ' << a;
     std::cout << '\n';
     return 0;
   }
+  // The ranks read exactly what was printed: the file itself when nothing was overridden.
+  std::optional<TempConfigFile> resolved;
+  if (!o.overrides.empty() || o.num_processes > 0 || o.config_file.empty()) resolved.emplace(r.config.to_yaml());
   Poco::Process::Env env;
-  if (!o.config_file.empty()) env["ACC_CONFIG_FILE"] = o.config_file;
-  Poco::Pipe output;  // ranks' stdout and stderr, tagged by mpirun, in one stream
-  Poco::ProcessHandle mpirun = [&] {
-    try {
-      return Poco::Process::launch("mpirun", mpi_args, nullptr, &output, &output, env);
-    } catch (const Poco::Exception& e) {
-      ACC_FAIL("could not start mpirun (is OpenMPI installed and on PATH?): ", e.displayText());
-    }
-  }();
-  Poco::PipeInputStream stream(output);
-  output.close(Poco::Pipe::CLOSE_WRITE);  // so the stream ends when mpirun exits
-  for (std::string line; std::getline(stream, line);) {
-    if (const auto tagged = parse_tagged_line(line))
-      (tagged->is_stderr ? std::cerr : std::cout) << rank_prefixed(*tagged) << '\n';
-    else
-      std::cerr << line << '\n';  // mpirun's own messages
+  env["ACC_CONFIG_FILE"] = resolved ? resolved->path() : o.config_file;
+  ::signal(SIGINT, forward_signal);
+  ::signal(SIGTERM, forward_signal);
+  int code = 0;
+  for (int attempt = 0; attempt <= o.max_restarts; ++attempt) {
+    env["ACC_RESTART_COUNT"] = std::to_string(attempt);
+    code = run_mpirun(mpi_args, env);
+    if (code == 0 || g_interrupted) break;
+    if (attempt < o.max_restarts)
+      std::cerr << "accelerate launch: the job failed (exit code " << code << "); restart "
+                << attempt + 1 << " of " << o.max_restarts << "\n";
   }
-  return mpirun.wait();
+  if (g_interrupted) std::cerr << "accelerate launch: interrupted; every rank was stopped\n";
+  return code;
 }
 
 }  // namespace acc::cli

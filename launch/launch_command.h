@@ -1,25 +1,47 @@
 #pragma once
-// accelerate launch --num_processes N [--config_file F] [--dry_run] program [args...]
-// Spawns N ranks of `program` through OpenMPI's mpirun on this machine, passes the config path
-// to every rank as ACC_CONFIG_FILE, prints each rank's output lines as "[rank i] ...", and
-// returns mpirun's status: the first non-zero exit code of any rank (0 when all succeed).
+// accelerate launch [--num_processes N] [--config_file F] [--<config key> VALUE ...]
+//                  [--max_restarts K] [--dry_run] program [args...]
+// Spawns N ranks of `program` through OpenMPI's mpirun on this machine. The config is the file
+// (else the default config `accelerate config` wrote, when there is one) with the command
+// line's keys on top; it is checked here, printed once, and reaches every rank as
+// ACC_CONFIG_FILE. N defaults to the config's num_processes. Each rank's output lines are
+// printed as "[rank i] ...". Returns mpirun's status: the first non-zero exit code of any rank
+// (0 when all succeed). SIGINT/SIGTERM stop every rank. With --max_restarts K a failed job is
+// started again, up to K times, with ACC_RESTART_COUNT set (the training programs then resume
+// from their latest checkpoint).
 // Placement: more ranks than cores oversubscribes without binding; otherwise each rank is
 // bound to its own cores/N cores, the threads acc::init gives it.
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "acc/config/config.h"
 
 namespace acc::cli {
 
 struct LaunchOptions {
-  int num_processes = 1;
+  int num_processes = 0;    // 0: the config's num_processes
   std::string config_file;  // absolute path, or empty
+  std::vector<std::pair<std::string, std::string>> overrides;  // config key, value
+  int max_restarts = 0;
   bool dry_run = false;     // print the mpirun command instead of running it
   std::vector<std::string> program;  // program and its arguments
 };
 
 LaunchOptions parse_launch_args(const std::vector<std::string>& args);
+
+// What the ranks get: the config (file, else the default config file, else the defaults, then
+// the overrides; validated), where it came from, and the rank count.
+struct ResolvedLaunch {
+  Config config;
+  std::string source;  // "configs/x.yaml + --mixed_precision bf16", "defaults", ...
+  int num_processes = 1;
+};
+ResolvedLaunch resolve_launch(const LaunchOptions& options);
+
 // The arguments after "mpirun" for these options on a machine with `cores` cores.
-std::vector<std::string> mpirun_args(const LaunchOptions& options, int cores, bool as_root);
+std::vector<std::string> mpirun_args(const LaunchOptions& options, int num_processes, int cores,
+                                     bool as_root);
 int run_launch(const std::vector<std::string>& args);
 
 }  // namespace acc::cli

@@ -23,13 +23,16 @@ namespace {
 
 // Test hook: ACC_TEST_CHECKPOINT_FAULT=kill:R[:N] makes rank R die (SIGKILL) halfway through
 // its shard file in the N-th save of the process (without N: in every save); fail:R[:N] makes that
-// write fail as a full disk would. Used by the crash tests only.
+// write fail as a full disk would. Used by the crash tests only; a job restarted by
+// accelerate launch --max_restarts (ACC_RESTART_COUNT > 0) runs clean.
 enum class Fault { none, kill, fail };
 
 Fault fault_for_this_save(int rank) {
   static int saves = 0;
   ++saves;
   const char* spec = std::getenv("ACC_TEST_CHECKPOINT_FAULT");
+  const char* restart = std::getenv("ACC_RESTART_COUNT");
+  if (restart && std::atoi(restart) > 0) return Fault::none;
   char action[8] = {};
   int who = -1, nth = 0;
   if (!spec || std::sscanf(spec, "%7[a-z]:%d:%d", action, &who, &nth) < 2 || who != rank ||

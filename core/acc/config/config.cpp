@@ -42,7 +42,16 @@ WrapPolicy FsdpConfig::effective_wrap_policy() const {
 
 Config Config::load() {
   const char* path = std::getenv("ACC_CONFIG_FILE");
-  return path && *path ? from_file(path) : Config{};
+  if (path && *path) return from_file(path);
+  const std::string fallback = default_path();
+  return std::filesystem::is_regular_file(fallback) ? from_file(fallback) : Config{};
+}
+
+std::string Config::default_path() {
+  if (const char* home = std::getenv("ACC_CONFIG_HOME"); home && *home)
+    return (std::filesystem::path(home) / "default_config.yaml").string();
+  const char* user = std::getenv("HOME");
+  return (std::filesystem::path(user && *user ? user : ".") / ".cache" / "acc" / "default_config.yaml").string();
 }
 
 Config Config::from_file(const std::string& path) {

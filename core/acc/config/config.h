@@ -110,12 +110,21 @@ struct Config {
   // Keys of the file acc knows but does not act on (e.g. compute_environment), one message each.
   std::vector<std::string> warnings;
 
-  // ACC_CONFIG_FILE when set (accelerate launch sets it), otherwise the defaults.
+  // ACC_CONFIG_FILE when set (accelerate launch sets it), else the default config file
+  // (default_path(), what `accelerate config` writes) when it exists, else the defaults.
   static Config load();
+  // $ACC_CONFIG_HOME/default_config.yaml, else ~/.cache/acc/default_config.yaml.
+  static std::string default_path();
+  // Every key a file may hold, as "distributed_type", "fsdp_config.fsdp_sharding_strategy", ...
+  static std::vector<std::string> keys();
   // YAML in Hugging Face accelerate's layout; errors name the file and the key.
   static Config from_file(const std::string& path);
   // The same from text; `source` names it in errors.
   static Config from_yaml(const std::string& text, const std::string& source = "<yaml>");
+  // Sets one key from text as a file would spell it ("FULL_SHARD", "bf16", "[2, 2]"); `key` is
+  // its name without the section ("fsdp_sharding_strategy" or "fsdp_config.fsdp_sharding_strategy").
+  // An unknown key or a bad value is an error naming it and what is allowed.
+  void set(const std::string& key, const std::string& value);
   // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config.
   std::string to_yaml() const;
   // Throws acc::Error naming the field and what is allowed (e.g. fsdp.size < 0,

@@ -257,6 +257,41 @@ void put_spmd(YAML::Emitter& out, const SpmdConfig& s) {
 
 }  // namespace
 
+std::vector<std::string> Config::keys() {
+  Config c;
+  std::vector<std::string> out;
+  for (const auto& [name, _] : top_keys(c)) {
+    if (name == "fsdp_config" || name == "spmd_config") continue;
+    out.push_back(name);
+  }
+  for (const auto& [name, _] : fsdp_keys(c)) out.push_back("fsdp_config." + name);
+  for (const auto& [name, _] : spmd_keys(c.dist.spmd)) out.push_back("spmd_config." + name);
+  return out;
+}
+
+void Config::set(const std::string& key, const std::string& value) {
+  const auto dot = key.find('.');
+  const std::string name = dot == std::string::npos ? key : key.substr(dot + 1);
+  YAML::Node node;
+  try {
+    node = YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    node = YAML::Node(value);  // not YAML on its own (e.g. "a: b:"): the text as a string
+  }
+  if (node.IsNull()) node = YAML::Node(value);
+  for (const auto& [section, keys] : {std::pair<std::string, Section>{"", top_keys(*this)},
+                                      {"fsdp_config", fsdp_keys(*this)},
+                                      {"spmd_config", spmd_keys(dist.spmd)}}) {
+    if (dot != std::string::npos && key.substr(0, dot) != section) continue;
+    const auto it = keys.find(name);
+    if (it == keys.end() || name == "fsdp_config" || name == "spmd_config") continue;
+    it->second(node, section.empty() ? name : section + "." + name);
+    return;
+  }
+  const auto known = keys();
+  ACC_FAIL("unknown config key '", key, "' (known: ", join(known, ", "), ")");
+}
+
 Config Config::from_yaml(const std::string& text, const std::string& source) {
   try {
     return parse(YAML::Load(text));

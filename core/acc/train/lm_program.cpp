@@ -1,6 +1,7 @@
 #include "acc/train/lm_program.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -52,7 +53,8 @@ options:
   --checkpoint_dir DIR where checkpoints go: DIR/step_000100, DIR/latest [checkpoints]
   --resume [auto|DIR]  continue from DIR, or from the latest checkpoint (--resume: it must
                        exist; --resume auto: when there is one) - same model, any world size
-                       and strategy
+                       and strategy; a job restarted by accelerate launch --max_restarts
+                       resumes as with --resume auto
   --sample-tokens N    tokens of generated text at the end [64]
   --seed N             init and data-order seed [0]
   --threads N          worker threads [all cores])";
@@ -90,6 +92,9 @@ Options parse(int argc, char** argv) {
   o.save_total_limit = args.get_int("save_total_limit", 0);
   o.checkpoint_dir = args.get("checkpoint_dir", "checkpoints");
   if (args.has("resume")) o.resume = args.get("resume", "");
+  // A job `accelerate launch --max_restarts` started again continues from its checkpoints.
+  if (const char* restart = std::getenv("ACC_RESTART_COUNT"); !o.resume && restart && std::atoi(restart) > 0)
+    o.resume = "auto";
   o.sample_tokens = args.get_int("sample-tokens", 64);
   o.seed = static_cast<uint64_t>(args.get_int("seed", 0));
   o.threads = args.get_int("threads", 0);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # crash_resume.sh ACCELERATE TRAIN_GPT2: a 2-rank training run whose rank 1 is killed in the
 # middle of its second checkpoint leaves the first one as `latest`, intact; `--resume auto`
-# continues from it and ends with exactly the losses of a run that was never interrupted.
+# continues from it and ends with exactly the losses of a run that was never interrupted; so
+# does `accelerate launch --max_restarts 1` by itself.
 set -eu
 accelerate=$1 program=$2
 dir=$(mktemp -d)
@@ -18,7 +19,8 @@ for name, n in (("train.bin", 4096), ("val.bin", 1024)):
 PY
 cd "$dir"
 run() {
-  "$accelerate" launch --num_processes 2 "$program" --config tiny --data data --steps 6 --batch 4 \
+  # shellcheck disable=SC2086 # launch_opts holds separate words
+  "$accelerate" launch --num_processes 2 ${launch_opts:-} "$program" --config tiny --data data --steps 6 --batch 4 \
     --seq 16 --val-every 3 --val-batches 2 --sample-tokens 0 --threads 1 "$@" 2>&1
 }
 final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
@@ -38,3 +40,11 @@ echo "resumed:  $(final "$resumed")"
 # The finished run's checkpoint consolidates into one Hugging Face file.
 "$accelerate" merge-weights ckpt/step_000006 merged.safetensors --dtype bf16
 [ -s merged.safetensors ] || { echo "FAIL: merge-weights wrote nothing"; exit 1; }
+# The same crash under accelerate launch --max_restarts 1: the job is started again, resumes
+# from step_000002 by itself and ends where the uninterrupted run did.
+rm -rf ckpt
+restarted=$(ACC_TEST_CHECKPOINT_FAULT=kill:1:2 launch_opts="--max_restarts 1" run --save_every 2 --checkpoint_dir ckpt) ||
+  { echo "$restarted"; echo "FAIL: the restarted job failed"; exit 1; }
+echo "$restarted" | grep -q "restart 1 of 1" || { echo "$restarted"; echo "FAIL: no restart"; exit 1; }
+echo "restarted: $(final "$restarted")"
+[ "$(final "$straight")" = "$(final "$restarted")" ] || { echo "FAIL: the restarted run ended elsewhere"; exit 1; }

@@ -29,19 +29,29 @@ TEST(Launch, BadArgumentsAreNamed) {
   EXPECT_ACC_ERROR(parse_launch_args({"--config_file", "/no/such.yaml", "p"}),
                    {"--config_file '/no/such.yaml' is not a file"});
   EXPECT_ACC_ERROR(parse_launch_args({"--bogus", "p"}), {"unknown option '--bogus'"});
+  EXPECT_ACC_ERROR(resolve_launch(parse_launch_args({"--fsdp_sharding_strategy", "HALF", "p"})),
+                   {"--fsdp_sharding_strategy HALF", "allowed"});
   EXPECT_ACC_ERROR(parse_launch_args({"--num_processes", "2"}), {"no program to launch"});
+}
+
+TEST(Launch, ConfigKeysOverrideTheFile) {
+  const auto r = resolve_launch(parse_launch_args(
+      {"--config_file", ACC_SOURCE_DIR "/configs/fsdp_full_shard.yaml", "--mixed_precision", "bf16",
+       "--fsdp_sharding_strategy=SHARD_GRAD_OP", "--num_processes", "3", "prog"}));
+  EXPECT_TRUE(r.config.compute.bf16);
+  EXPECT_EQ(r.config.dist.fsdp.sharding_strategy, acc::ShardingStrategy::SHARD_GRAD_OP);
+  EXPECT_EQ(r.num_processes, 3);
+  EXPECT_NE(r.source.find("+ --mixed_precision bf16"), std::string::npos) << r.source;
 }
 
 TEST(Launch, OversubscribesOnlyBeyondCoresAndAllowsRootOnlyForRoot) {
   LaunchOptions o;
-  o.num_processes = 4;
   o.program = {"prog"};
-  const auto over = mpirun_args(o, 2, false);
+  const auto over = mpirun_args(o, 4, 2, false);
   EXPECT_TRUE(has(over, "--oversubscribe"));
   EXPECT_FALSE(has(over, "--allow-run-as-root"));
   EXPECT_TRUE(has(over, "--tag-output"));
-  o.num_processes = 2;
-  const auto fit = mpirun_args(o, 4, true);
+  const auto fit = mpirun_args(o, 2, 4, true);
   EXPECT_FALSE(has(fit, "--oversubscribe"));
   EXPECT_TRUE(has(fit, "slot:PE=2"));  // each rank gets its share of cores
   EXPECT_TRUE(has(fit, "--allow-run-as-root"));
