@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "config_command.h"
 #include "launch_command.h"
 #include "merge_weights_command.h"
 
@@ -7,6 +8,7 @@ namespace acc::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
+      {"config", "write, show, validate or update an accelerate config", run_config},
       {"launch", "run a program on N ranks through mpirun", run_launch},
       {"merge-weights", "consolidate a checkpoint into one Hugging Face .safetensors file",
        run_merge_weights},

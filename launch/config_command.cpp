@@ -1,0 +1,227 @@
+#include "config_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <thread>
+
+#include "acc/kernels/matmul.h"
+#include "acc/util/error.h"
+
+namespace acc::cli {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+// One question at a time: the answer (or the default for an empty line) goes through `accept`,
+// which throws acc::Error for a bad one; then the question is asked again.
+class Dialogue {
+ public:
+  Dialogue(std::istream& in, std::ostream& out) : in_(in), out_(out) {}
+
+  template <class T>
+  T ask(const std::string& question, const std::string& fallback,
+        const std::function<T(const std::string&)>& accept) {
+    for (;;) {
+      out_ << question << " [" << fallback << "]: " << std::flush;
+      std::string line;
+      ACC_CHECK(static_cast<bool>(std::getline(in_, line)), "accelerate config: no answer to \"",
+                question, "\" (the input ended)");
+      const std::string answer = trim(line).empty() ? fallback : trim(line);
+      try {
+        return accept(answer);
+      } catch (const Error& e) {
+        out_ << "  " << e.what() << "\n";
+      }
+    }
+  }
+
+  bool yes_no(const std::string& question, bool fallback) {
+    return ask<bool>(question + " (yes/no)", fallback ? "yes" : "no", [](const std::string& a) {
+      const std::string v = lower(a);
+      if (v == "yes" || v == "y" || v == "true") return true;
+      if (v == "no" || v == "n" || v == "false") return false;
+      ACC_FAIL("bad answer '", a, "': allowed: yes, no");
+    });
+  }
+
+  int count(const std::string& question, int fallback, int min) {
+    return ask<int>(question, std::to_string(fallback), [min](const std::string& a) {
+      size_t used = 0;
+      int n = 0;
+      try {
+        n = std::stoi(a, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      ACC_CHECK(used == a.size() && n >= min, "bad answer '", a, "': expected a whole number >= ", min);
+      return n;
+    });
+  }
+
+  // A config key's value, as a file spells it: Config::set judges it.
+  void key(Config& c, const std::string& question, const std::string& key, const std::string& fallback) {
+    ask<bool>(question, fallback, [&](const std::string& a) {
+      c.set(key, a);
+      return true;
+    });
+  }
+
+ private:
+  std::istream& in_;
+  std::ostream& out_;
+};
+
+void write_config(const Config& c, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::ofstream out(p);
+  ACC_CHECK(out.is_open(), "cannot write ", path);
+  out << c.to_yaml();
+  ACC_CHECK(out.good(), "writing ", path, " failed");
+}
+
+// --config_file F, or the default path.
+std::string config_path(const std::vector<std::string>& args, size_t from) {
+  for (size_t i = from; i < args.size(); ++i) {
+    if (args[i] == "--config_file") {
+      ACC_CHECK(i + 1 < args.size(), "--config_file needs a value");
+      return args[i + 1];
+    }
+    if (args[i].rfind("--config_file=", 0) == 0) return args[i].substr(14);
+    if (args[i].rfind("--", 0) != 0) return args[i];  // `config show F`
+  }
+  return Config::default_path();
+}
+
+constexpr const char* kUsage = R"(usage: accelerate config [--config_file F]          answer questions (stdin, line by line)
+       accelerate config --default [--config_file F] no questions: this machine's defaults
+       accelerate config show [F]                    print the config launch would use
+       accelerate config validate F                  every problem, one per line; exit 1 if any
+       accelerate config update [F]                  add keys this acc knows, keep the values
+F defaults to )";
+
+}  // namespace
+
+Machine this_machine() {
+  return {static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), kernels::has_native_bf16()};
+}
+
+Config default_config(const Machine& m) {
+  Config c;
+  c.dist.num_processes = m.cores;
+  c.compute.bf16 = m.native_bf16;
+  if (m.cores > 1) {
+    c.dist.distributed_type = DistributedType::FSDP;
+    c.set("fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");
+    c.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
+  }
+  return c;
+}
+
+Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
+  Dialogue d(in, out);
+  Config c;
+  out << "acc: " << m.cores << " cores, " << (m.native_bf16 ? "native bf16" : "no native bf16")
+      << ". Press Enter to take the default in brackets.\n";
+  c.dist.num_processes = d.count("How many processes (ranks) on this machine?", m.cores, 1);
+  d.key(c, "Distributed type: NO, FSDP or SPMD?", "distributed_type", c.dist.num_processes > 1 ? "FSDP" : "NO");
+  if (c.dist.distributed_type == DistributedType::FSDP) {
+    d.key(c, "Sharding strategy: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 (or 1-5)?",
+          "fsdp_sharding_strategy", "FULL_SHARD");
+    d.key(c, "Auto wrap policy: TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP or NO_WRAP?", "fsdp_auto_wrap_policy",
+          "TRANSFORMER_BASED_WRAP");
+    if (c.dist.fsdp.auto_wrap_policy == WrapPolicy::TRANSFORMER_BASED_WRAP)
+      d.key(c, "Block classes to wrap, comma-separated (the training programs use their own)?",
+            "fsdp_transformer_layer_cls_to_wrap", "GPT2Block");
+    if (c.dist.fsdp.auto_wrap_policy == WrapPolicy::SIZE_BASED_WRAP)
+      d.key(c, "Minimum parameters per unit?", "fsdp_min_num_params", "100000000");
+    d.key(c, "Backward prefetch: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH?", "fsdp_backward_prefetch",
+          "BACKWARD_PRE");
+    c.dist.fsdp.forward_prefetch = d.yes_no("Forward prefetch?", false);
+    c.dist.fsdp.offload_params = d.yes_no("Offload parameters and optimizer state to CPU memory?", false);
+    d.key(c, "State dict type for checkpoints: SHARDED_STATE_DICT or FULL_STATE_DICT?", "fsdp_state_dict_type",
+          "SHARDED_STATE_DICT");
+    c.dist.fsdp.sync_module_states = d.yes_no("Synchronise module states from rank 0 at start?", false);
+    c.dist.fsdp.cpu_ram_efficient_loading = d.yes_no("CPU-RAM-efficient loading (each rank builds only its shard)?", false);
+    c.dist.fsdp.activation_checkpointing = d.yes_no("Activation checkpointing?", false);
+  }
+  if (c.dist.distributed_type == DistributedType::SPMD) {
+    std::string mesh = "[";
+    mesh += std::to_string(c.dist.num_processes);
+    mesh += ", 1]";
+    d.key(c, "Mesh shape, e.g. [2, 1]?", "mesh_shape", mesh);
+    d.key(c, "Mesh axis names?", "axis_names", "[fsdp, model]");
+    d.key(c, "Sharding rules file (empty line: the default, every parameter on fsdp)?", "sharding_rules", "\"\"");
+  }
+  const std::string hint = m.native_bf16 ? "bf16 recommended: this CPU multiplies bf16 natively"
+                                         : "this CPU has no native bf16: bf16 would be emulated, slower";
+  std::string question = "Mixed precision: no or bf16 (";
+  question += hint;
+  question += ")?";
+  d.key(c, question, "mixed_precision", m.native_bf16 ? "bf16" : "no");
+  c.validate();
+  return c;
+}
+
+std::vector<std::string> config_problems(const std::string& path) {
+  std::vector<std::string> problems;
+  try {
+    const Config c = Config::from_file(path);
+    for (const auto& w : c.warnings) problems.push_back(path + ": " + w);
+    c.validate();
+  } catch (const Error& e) {
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
+int run_config(const std::vector<std::string>& args) {
+  const std::string sub = args.empty() ? "" : args[0];
+  if (sub == "--help" || sub == "-h") {
+    std::cout << kUsage << Config::default_path() << "\n";
+    return 0;
+  }
+  if (sub == "show") {
+    const std::string path = config_path(args, 1);
+    ACC_CHECK(std::filesystem::is_regular_file(path), "no config at ", path, " (run `accelerate config`)");
+    std::cout << "# " << path << "\n" << Config::from_file(path).to_yaml();
+    return 0;
+  }
+  if (sub == "validate") {
+    ACC_CHECK(args.size() == 2, "usage: accelerate config validate FILE");
+    const auto problems = config_problems(args[1]);
+    for (const auto& p : problems) std::cout << p << "\n";
+    if (problems.empty()) std::cout << args[1] << ": valid\n";
+    return problems.empty() ? 0 : 1;
+  }
+  if (sub == "update") {
+    const std::string path = config_path(args, 1);
+    const Config c = Config::from_file(path);
+    write_config(c, path);
+    std::cout << "updated " << path << " (every key this acc knows, your values kept)\n";
+    return 0;
+  }
+  const std::string path = config_path(args, 0);
+  const bool defaults = std::find(args.begin(), args.end(), "--default") != args.end();
+  for (const auto& a : args)
+    ACC_CHECK(a == "--default" || a == "--config_file" || a == path || a.rfind("--config_file=", 0) == 0,
+              "unknown argument '", a, "'\n", kUsage, Config::default_path());
+  const Config c = defaults ? default_config(this_machine()) : ask_config(std::cin, std::cout, this_machine());
+  write_config(c, path);
+  std::cout << "accelerate configuration saved at " << path << "\n";
+  return 0;
+}
+
+}  // namespace acc::cli

@@ -1,0 +1,33 @@
+#pragma once
+// accelerate config: writes an accelerate config (Hugging Face's YAML layout plus acc's keys).
+//   accelerate config [--config_file F]    questions, defaults in brackets; answers come line by
+//                                          line from stdin, so a script can drive it
+//   accelerate config --default [--config_file F]   no questions: this machine's cores, bf16 if native
+//   accelerate config show [F]             the config launch would use
+//   accelerate config validate F           every problem, one per line; exit 1 if any
+//   accelerate config update [F]           rewrites F with every key this acc knows, values kept
+// F defaults to Config::default_path() (~/.cache/acc/default_config.yaml).
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "acc/config/config.h"
+
+namespace acc::cli {
+
+struct Machine {
+  int cores = 1;
+  bool native_bf16 = false;
+};
+Machine this_machine();
+
+// The questions on `out`, the answers from `in`; a bad answer is said and asked again, the end
+// of the input is an error.
+Config ask_config(std::istream& in, std::ostream& out, const Machine& machine);
+Config default_config(const Machine& machine);
+// Every problem of a config file, one line each (empty: none).
+std::vector<std::string> config_problems(const std::string& path);
+
+int run_config(const std::vector<std::string>& args);
+
+}  // namespace acc::cli

@@ -1,0 +1,83 @@
+// accelerate config: the dialogue driven from a string, defaults, and validate.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "acc/util/error.h"
+#include "config_command.h"
+
+using namespace acc;
+using namespace acc::cli;
+
+namespace {
+
+Config answer(const std::string& lines, const Machine& m, std::string* transcript = nullptr) {
+  std::istringstream in(lines);
+  std::ostringstream out;
+  Config c = ask_config(in, out, m);
+  if (transcript) *transcript = out.str();
+  return c;
+}
+
+}  // namespace
+
+TEST(ConfigCommand, EmptyAnswersTakeTheMachineAwareDefaults) {
+  const Config c = answer(std::string(16, '\n'), {.cores = 4, .native_bf16 = true});
+  EXPECT_EQ(c.dist.num_processes, 4);
+  EXPECT_EQ(c.dist.distributed_type, DistributedType::FSDP);
+  EXPECT_EQ(c.dist.fsdp.sharding_strategy, ShardingStrategy::FULL_SHARD);
+  EXPECT_EQ(c.dist.fsdp.wrap_layer_cls, std::vector<std::string>{"GPT2Block"});
+  EXPECT_TRUE(c.compute.bf16);
+  EXPECT_FALSE(answer(std::string(16, '\n'), {.cores = 2, .native_bf16 = false}).compute.bf16);
+}
+
+TEST(ConfigCommand, ABadAnswerIsExplainedAndAskedAgain) {
+  std::string transcript;
+  const Config c = answer("two\n2\nFSDP\nHALF\n2\nSIZE_BASED_WRAP\n5000\n\nmaybe\nno\n\n\n\n\n\nno\n",
+                          {.cores = 2, .native_bf16 = true}, &transcript);
+  EXPECT_NE(transcript.find("bad answer 'two': expected a whole number >= 1"), std::string::npos) << transcript;
+  EXPECT_NE(transcript.find("HALF"), std::string::npos);
+  EXPECT_NE(transcript.find("FULL_SHARD"), std::string::npos) << "the allowed values are listed";
+  EXPECT_NE(transcript.find("bad answer 'maybe': allowed: yes, no"), std::string::npos);
+  EXPECT_EQ(c.dist.fsdp.sharding_strategy, ShardingStrategy::SHARD_GRAD_OP);
+  EXPECT_EQ(c.dist.fsdp.effective_wrap_policy(), WrapPolicy::SIZE_BASED_WRAP);
+  EXPECT_EQ(c.dist.fsdp.min_num_params, 5000);
+  EXPECT_FALSE(c.compute.bf16);
+  // What it writes loads back as the same config.
+  EXPECT_EQ(Config::from_yaml(c.to_yaml()), c);
+}
+
+TEST(ConfigCommand, OneProcessSkipsTheFsdpQuestions) {
+  const Config c = answer("1\n\nno\n", {.cores = 2, .native_bf16 = true});
+  EXPECT_EQ(c.dist.distributed_type, DistributedType::NO);
+  EXPECT_FALSE(c.compute.bf16);
+}
+
+TEST(ConfigCommand, EndOfInputIsAnError) {
+  EXPECT_THROW(answer("2\n", {.cores = 2}), Error);
+}
+
+TEST(ConfigCommand, DefaultFollowsTheMachine) {
+  const Config c = default_config({.cores = 8, .native_bf16 = false});
+  EXPECT_EQ(c.dist.num_processes, 8);
+  EXPECT_FALSE(c.compute.bf16);
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_EQ(default_config({.cores = 1, .native_bf16 = true}).dist.distributed_type, DistributedType::NO);
+}
+
+TEST(ConfigCommand, ValidateListsEveryProblem) {
+  const auto dir = std::filesystem::temp_directory_path() / "acc_config_validate_test";
+  std::filesystem::create_directories(dir);
+  const auto bad = dir / "bad.yaml";
+  std::ofstream(bad) << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: HALF\n";
+  const auto problems = config_problems(bad.string());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("fsdp_config.fsdp_sharding_strategy"), std::string::npos) << problems[0];
+  const auto warned = dir / "warned.yaml";
+  std::ofstream(warned) << "distributed_type: NO\ngpu_ids: all\n";
+  EXPECT_EQ(config_problems(warned.string()).size(), 1u);
+  EXPECT_TRUE(config_problems(ACC_SOURCE_DIR "/configs/fsdp_full_shard.yaml").empty());
+  std::filesystem::remove_all(dir);
+}
