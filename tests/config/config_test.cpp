@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -214,3 +215,14 @@ TEST(Config, EnumNamesRoundTripAndBadNamesAreNamed) {
 
 }  // namespace
 }  // namespace acc
+
+// docs/config.md is the user's reference: every key the code reads has a row there.
+TEST(ConfigDocs, EveryKeyIsDocumented) {
+  std::ifstream in(ACC_SOURCE_DIR "/docs/config.md");
+  ASSERT_TRUE(in.is_open());
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& key : acc::Config::keys()) {
+    const std::string name = key.substr(key.find('.') + 1);  // no section: the table's spelling
+    EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << key << " is missing from docs/config.md";
+  }
+}
