@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "config_command.h"
+#include "env_command.h"
 #include "launch_command.h"
 #include "merge_weights_command.h"
 
@@ -9,6 +10,7 @@ namespace acc::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
       {"config", "write, show, validate or update an accelerate config", run_config},
+      {"env", "describe this machine, acc and its plugins (for bug reports)", run_env},
       {"launch", "run a program on N ranks through mpirun", run_launch},
       {"merge-weights", "consolidate a checkpoint into one Hugging Face .safetensors file",
        run_merge_weights},

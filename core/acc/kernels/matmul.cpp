@@ -203,6 +203,22 @@ bool has_native_bf16() {
   return native;
 }
 
+std::string onednn_description() {
+  const dnnl_version_t* v = dnnl_version();
+  const char* isa = "other";
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx2: isa = "avx2"; break;
+    case dnnl::cpu_isa::avx2_vnni: isa = "avx2_vnni"; break;
+    case dnnl::cpu_isa::avx512_core: isa = "avx512_core"; break;
+    case dnnl::cpu_isa::avx512_core_vnni: isa = "avx512_core_vnni"; break;
+    case dnnl::cpu_isa::avx512_core_bf16: isa = "avx512_core_bf16"; break;
+    case dnnl::cpu_isa::avx512_core_amx: isa = "avx512_core_amx"; break;
+    default: break;
+  }
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + ", ISA " + isa;
+}
+
 void matmul(const void* A, const void* B, void* C, const MatmulShape& s, const float* bias) {
   check_shape("matmul", s);
   dense_products(1, A, B, C, s, bias);

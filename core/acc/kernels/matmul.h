@@ -7,6 +7,7 @@
 // oneDNN's bf16 kernels where the CPU has native bf16 (AVX512-BF16/AMX); elsewhere they are
 // converted to f32 first, since emulated bf16 GEMM is slower than that.
 #include <cstdint>
+#include <string>
 
 #include "acc/tensor/dtype.h"
 
@@ -30,6 +31,9 @@ void batched_matmul(int64_t batch, const void* A, int64_t stride_a, const void* 
 
 // True when bf16 products run natively on this CPU (reported by benchmarks and `accelerate env`).
 bool has_native_bf16();
+// "oneDNN 3.0.0, ISA avx512_core_bf16": the library's version and the instruction set it
+// dispatches to on this CPU (for `accelerate env`).
+std::string onednn_description();
 
 namespace ref {
 // Plain triple loop in double precision; same contract as kernels::matmul.

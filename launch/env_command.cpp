@@ -1,0 +1,94 @@
+#include "env_command.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "acc/config/config.h"
+#include "acc/kernels/matmul.h"
+#include "acc/plugin/registry.h"
+
+namespace acc::cli {
+
+namespace {
+
+// The first line of /proc/<file> that starts with `key`, after the colon.
+std::string proc_field(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) {
+      const auto colon = line.find(':');
+      return colon == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown";
+}
+
+std::string cpu_features() {
+  std::istringstream flags(proc_field("/proc/cpuinfo", "flags"));
+  const std::set<std::string> present{std::istream_iterator<std::string>(flags), {}};
+  std::string out;
+  for (const char* f : {"avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"})
+    if (present.count(f)) out += std::string(out.empty() ? "" : " ") + f;
+  return out.empty() ? "none of avx2/avx512/amx" : out;
+}
+
+std::string first_line_of(const char* command) {
+  std::string line;
+  if (FILE* p = ::popen(command, "r")) {
+    char buf[256];
+    if (std::fgets(buf, sizeof buf, p)) line = buf;
+    ::pclose(p);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line.empty() ? "not found" : line;
+}
+
+}  // namespace
+
+int run_env(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    std::cout << "usage: accelerate env\n";
+    return args[0] == "--help" ? 0 : 2;
+  }
+  std::cout << "- acc version: " << ACC_VERSION << "\n"
+            << "- CPU: " << proc_field("/proc/cpuinfo", "model name") << "\n"
+            << "- CPU features: " << cpu_features() << "\n"
+            << "- cores: " << std::thread::hardware_concurrency() << "\n"
+            << "- memory: " << proc_field("/proc/meminfo", "MemTotal") << "\n"
+            << "- native bf16 products: " << (kernels::has_native_bf16() ? "yes" : "no (emulated)") << "\n"
+            << "- " << kernels::onednn_description() << "\n"
+            << "- MPI: " << first_line_of("mpirun --version 2>/dev/null") << "\n";
+  auto& registry = plugin::Registry::global();
+  std::cout << "- plugin folders:";
+  for (const auto& f : registry.search_folders()) std::cout << " " << f;
+  std::cout << "\n";
+  try {
+    registry.load_all();
+  } catch (const std::exception& e) {
+    std::cout << "- plugins: loading failed: " << e.what() << "\n";
+  }
+  for (const auto& p : registry.loaded()) std::cout << "- plugin " << p.name << ": " << p.path << "\n";
+  std::cout << "- strategies:";
+  for (const auto& n : registry.strategy_names()) std::cout << " " << n;
+  std::cout << "\n- comm backends:";
+  for (const auto& n : registry.comm_backend_names()) std::cout << " " << n;
+  std::cout << "\n";
+  const char* explicit_file = std::getenv("ACC_CONFIG_FILE");
+  const std::string path = explicit_file && *explicit_file ? explicit_file : Config::default_path();
+  if (std::filesystem::is_regular_file(path)) {
+    std::cout << "- config (" << path << "):\n";
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) std::cout << "    " << line << "\n";
+  } else {
+    std::cout << "- config: none (" << path << " does not exist; run `accelerate config`)\n";
+  }
+  return 0;
+}
+
+}  // namespace acc::cli
