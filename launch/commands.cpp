@@ -4,6 +4,7 @@
 #include "env_command.h"
 #include "launch_command.h"
 #include "merge_weights_command.h"
+#include "plot_command.h"
 
 namespace acc::cli {
 
@@ -14,6 +15,7 @@ const std::vector<Command>& commands() {
       {"launch", "run a program on N ranks through mpirun", run_launch},
       {"merge-weights", "consolidate a checkpoint into one Hugging Face .safetensors file",
        run_merge_weights},
+      {"plot", "draw a training run's metrics.csv (loss, throughput) to PNG", run_plot},
   };
   return all;
 }

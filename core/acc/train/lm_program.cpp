@@ -12,6 +12,8 @@
 #include "acc/data/data_dir.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/data/dataloader.h"
+#include "acc/memory/allocator.h"
+#include "acc/train/metrics_log.h"
 #include "acc/data/gpt2_tokenizer.h"
 #include "acc/data/token_file.h"
 #include "acc/models/checkpoint.h"
@@ -50,6 +52,7 @@ options:
   --save FILE          write the trained weights as .safetensors at the end
   --save_every N       a checkpoint every N steps into --checkpoint_dir [0: none]
   --save_total_limit K keep only the newest K checkpoints [0: all]
+  --run_dir DIR        where metrics.csv goes (accelerate plot DIR draws it) [runs/PROGRAM]
   --checkpoint_dir DIR where checkpoints go: DIR/step_000100, DIR/latest [checkpoints]
   --resume [auto|DIR]  continue from DIR, or from the latest checkpoint (--resume: it must
                        exist; --resume auto: when there is one) - same model, any world size
@@ -60,7 +63,7 @@ options:
   --threads N          worker threads [all cores])";
 
 struct Options {
-  std::string config_file, config, data_dir, init_from, save, checkpoint_dir;
+  std::string config_file, config, data_dir, init_from, save, checkpoint_dir, run_dir;
   std::optional<std::string> resume;  // "" = latest, "auto" = latest if any, else a directory
   int64_t steps, batch, seq, warmup, val_every, val_batches, sample_tokens, threads;
   int64_t save_every, save_total_limit;
@@ -69,7 +72,7 @@ struct Options {
   uint64_t seed;
 };
 
-Options parse(int argc, char** argv) {
+Options parse(int argc, char** argv, const std::string& program) {
   Args args(argc, argv);
   Options o;
   o.config_file = args.get("config_file", "");
@@ -91,6 +94,7 @@ Options parse(int argc, char** argv) {
   o.save_every = args.get_int("save_every", 0);
   o.save_total_limit = args.get_int("save_total_limit", 0);
   o.checkpoint_dir = args.get("checkpoint_dir", "checkpoints");
+  o.run_dir = args.get("run_dir", "runs/" + program);
   if (args.has("resume")) o.resume = args.get("resume", "");
   // A job `accelerate launch --max_restarts` started again continues from its checkpoints.
   if (const char* restart = std::getenv("ACC_RESTART_COUNT"); !o.resume && restart && std::atoi(restart) > 0)
@@ -243,7 +247,11 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
 
   ThroughputMeter meter(model->train_flops_per_token(o.seq), peak);
   std::optional<ProgressBar> bar;  // rank 0's
-  if (main) bar.emplace(o.steps, "train");
+  std::optional<MetricsLog> metrics;
+  if (main) {
+    bar.emplace(o.steps, "train");
+    metrics.emplace(o.run_dir, at.step);
+  }
   if (bar && at.step > 0) bar->update(at.step);
   loader.set_epoch(at.epoch);
   auto it = loader.begin_at(at.batch);
@@ -259,6 +267,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     Tensor loss = sharded->forward(*it).loss;
     loss.backward();
     const double norm = sharded->clip_grad_norm(o.clip);
+    const double lr = opt.lr(0);
     opt.step();
     schedule.step();
     ++it;
@@ -272,18 +281,22 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     if (step == first_step) meter.reset();  // the first step pays for primitive creation and page faults
     else meter.step(o.batch * o.seq);
     if (bar) {
-      bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, opt.lr(0), norm,
+      bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, lr, norm,
                               meter.tokens_per_second()) +
                        format(" mfu=%.1f%%", 100 * meter.mfu()));
       bar->update();
     }
+    MetricsRow row{at.step, last_loss, std::nullopt, lr, norm, meter.tokens_per_second(), meter.mfu(),
+                   static_cast<double>(memory::report().total.peak) / (1 << 20)};
     if ((step + 1) % o.val_every == 0 || step + 1 == o.steps) {
       val = validation_loss(*sharded, val_loader, o.val_batches);
+      row.val_loss = val;
       if (bar)
         bar->write(format("step %.0f: train loss %.4f (unigram %.4f), ", double(step + 1), last_loss,
                           unigram) +
                    format("val loss %.4f (unigram %.4f)", val, unigram_val));
     }
+    if (metrics) metrics->append(row);
   }
   if (bar) bar->close();
   say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +
@@ -335,7 +348,7 @@ int lm_main(int argc, char** argv, const std::string& program, const CausalLMFac
     }
   std::optional<Session> session;  // a test may have started acc already
   if (!initialized()) session.emplace(argc, argv);
-  return run_program(program, [&] { return run(parse(argc, argv), program, make_model, block_class); });
+  return run_program(program, [&] { return run(parse(argc, argv, program), program, make_model, block_class); });
 }
 
 }  // namespace acc::train

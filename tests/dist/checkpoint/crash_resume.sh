@@ -26,17 +26,25 @@ run() {
 final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
 
 straight=$(run) || { echo "$straight"; exit 1; }
-if crashed=$(ACC_TEST_CHECKPOINT_FAULT=kill:1:2 run --save_every 2 --checkpoint_dir ckpt); then
+if crashed=$(ACC_TEST_CHECKPOINT_FAULT=kill:1:2 run --save_every 2 --checkpoint_dir ckpt --run_dir run); then
   echo "$crashed"; echo "FAIL: the run whose rank 1 was killed exited 0"; exit 1
 fi
 [ "$(cat ckpt/latest)" = step_000002 ] || { echo "FAIL: latest is '$(cat ckpt/latest)', expected step_000002"; exit 1; }
 [ ! -e ckpt/step_000004 ] || { echo "FAIL: the interrupted step_000004 was committed"; exit 1; }
-resumed=$(run --save_every 2 --checkpoint_dir ckpt --resume auto) || { echo "$resumed"; exit 1; }
+resumed=$(run --save_every 2 --checkpoint_dir ckpt --resume auto --run_dir run) || { echo "$resumed"; exit 1; }
 echo "$resumed" | grep -q "resumed from ckpt/step_000002 at step 2" || { echo "$resumed"; echo "FAIL: did not resume"; exit 1; }
 echo "straight: $(final "$straight")"
 echo "resumed:  $(final "$resumed")"
 [ "$(final "$straight")" = "$(final "$resumed")" ] || { echo "FAIL: the resumed run ended elsewhere"; exit 1; }
 [ "$(cat ckpt/latest)" = step_000006 ] || { echo "FAIL: latest is not step_000006"; exit 1; }
+# metrics.csv holds each step once: the rows the crashed run wrote after its checkpoint are
+# replaced by the resumed run's; accelerate plot draws them.
+steps=$(tail -n +2 run/metrics.csv | cut -d, -f1 | tr '\n' ' ')
+[ "$steps" = "1 2 3 4 5 6 " ] || { cat run/metrics.csv; echo "FAIL: metrics.csv steps are '$steps'"; exit 1; }
+if command -v gnuplot >/dev/null; then
+  "$accelerate" plot run
+  [ -s run/loss.png ] && [ -s run/throughput.png ] || { echo "FAIL: accelerate plot drew nothing"; exit 1; }
+fi
 # The finished run's checkpoint consolidates into one Hugging Face file.
 "$accelerate" merge-weights ckpt/step_000006 merged.safetensors --dtype bf16
 [ -s merged.safetensors ] || { echo "FAIL: merge-weights wrote nothing"; exit 1; }
