@@ -5,6 +5,7 @@
 #include "launch_command.h"
 #include "merge_weights_command.h"
 #include "plot_command.h"
+#include "test_command.h"
 
 namespace acc::cli {
 
@@ -15,6 +16,7 @@ const std::vector<Command>& commands() {
       {"launch", "run a program on N ranks through mpirun", run_launch},
       {"merge-weights", "consolidate a checkpoint into one Hugging Face .safetensors file",
        run_merge_weights},
+      {"test", "a few sharded steps with the current config, compared with one process", run_test},
       {"plot", "draw a training run's metrics.csv (loss, throughput) to PNG", run_plot},
   };
   return all;

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -164,6 +165,15 @@ ResolvedLaunch resolve_launch(const LaunchOptions& o) {
       ACC_FAIL("--", key, " ", value, ": ", e.what());
     }
     r.source += " + --" + key + " " + value;
+  }
+  // An FSDP key on the command line of a non-distributed config means FSDP, as it reads.
+  const auto named = [&o](const std::string& prefix) {
+    return std::any_of(o.overrides.begin(), o.overrides.end(),
+                       [&](const auto& kv) { return kv.first.rfind(prefix, 0) == 0; });
+  };
+  if (named("fsdp_") && !named("distributed_type") && r.config.dist.distributed_type == DistributedType::NO) {
+    r.config.dist.distributed_type = DistributedType::FSDP;
+    r.source += " (FSDP: an fsdp key was given)";
   }
   if (o.num_processes > 0) r.config.dist.num_processes = o.num_processes;
   r.num_processes = r.config.dist.num_processes;

@@ -44,6 +44,13 @@ TEST(Launch, ConfigKeysOverrideTheFile) {
   EXPECT_NE(r.source.find("+ --mixed_precision bf16"), std::string::npos) << r.source;
 }
 
+TEST(Launch, AnFsdpKeyMakesADefaultConfigFsdp) {
+  ::setenv("ACC_CONFIG_HOME", "/nonexistent-acc-config-home", 1);
+  const auto r = resolve_launch(parse_launch_args({"--fsdp_sharding_strategy", "SHARD_GRAD_OP", "prog"}));
+  ::unsetenv("ACC_CONFIG_HOME");
+  EXPECT_EQ(r.config.strategy_name(), "SHARD_GRAD_OP");
+}
+
 TEST(Launch, OversubscribesOnlyBeyondCoresAndAllowsRootOnlyForRoot) {
   LaunchOptions o;
   o.program = {"prog"};
