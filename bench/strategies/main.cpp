@@ -15,31 +15,13 @@
 #include "acc/runtime/threads.h"
 #include "acc/train/cli.h"
 #include "support/measure.h"
+#include "support/random_tokens.h"
 
 namespace {
 
 using namespace acc;
 
-class RandomTokens final : public data::Dataset {
- public:
-  RandomTokens(int64_t n, int64_t seq, int64_t vocab) : n_(n), seq_(seq), vocab_(vocab) {}
-  int64_t size() const override { return n_; }
-  data::Batch get_batch(std::span<const int64_t> idx, const data::EpochKey&) const override {
-    const int64_t b = static_cast<int64_t>(idx.size());
-    std::vector<int32_t> ids(static_cast<size_t>(b * seq_)), labels(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      ids[i] = static_cast<int32_t>((i * 2654435761u + idx[0]) % static_cast<uint64_t>(vocab_));
-      labels[i] = static_cast<int32_t>((i * 40503u + 7) % static_cast<uint64_t>(vocab_));
-    }
-    data::Batch batch;
-    batch.set("input_ids", Tensor::from_vector_i32(ids, {b, seq_}));
-    batch.set("labels", Tensor::from_vector_i32(labels, {b, seq_}));
-    return batch;
-  }
-
- private:
-  int64_t n_, seq_, vocab_;
-};
+using bench::RandomTokens;
 
 struct Result {
   double tokens_per_s;
