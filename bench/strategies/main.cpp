@@ -75,6 +75,7 @@ int run(int argc, char** argv) {
     const char* dt = bf16 ? "bf16" : "f32";
     const double baseline = bf16 ? base_bf16 : base_f32;
     double no_shard_state = 0;
+    Result full_shard{};
     for (const auto& name : strategies) {
       Config config;
       config.dist.distributed_type = DistributedType::FSDP;
@@ -99,7 +100,22 @@ int run(int argc, char** argv) {
                         megabytes(r.peaks[c].peak), 0, "", 0});
       if (world().rank() == 0) std::printf("%s: %.1f tokens/s\n", label.c_str(), r.tokens_per_s);
       std::fflush(stdout);
+      if (full) full_shard = r;
     }
+    if (world().size() == 1) continue;
+    // FULL_SHARD with activation checkpointing, against FULL_SHARD without it.
+    Config config;
+    config.dist.distributed_type = DistributedType::FSDP;
+    config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
+    config.dist.fsdp.activation_checkpointing = true;
+    config.compute.bf16 = bf16;
+    const Result r = run_case(gpt, config, batch, seq, steps);
+    const std::string label = std::string("FULL_SHARD+checkpointing ") + dt;
+    rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s,
+                    "FULL_SHARD", 1 / 1.4});
+    rows.push_back({label + " peak activations", "MB", megabytes(r.peaks[memory::Category::activations].peak),
+                    megabytes(full_shard.peaks[memory::Category::activations].peak), "FULL_SHARD", 0.35});
+    if (world().rank() == 0) std::printf("%s: %.1f tokens/s\n", label.c_str(), r.tokens_per_s);
   }
   if (world().rank() == 0)
     bench::report("GPT-2 " + model + " through acc::accelerate, global batch " +

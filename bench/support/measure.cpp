@@ -102,7 +102,13 @@ void report(const std::string& title, const std::vector<Row>& rows, const std::s
   for (const Row& r : rows) {
     char ratio[32] = "", target[32] = "", change[32] = "";
     if (r.ceiling > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.value / r.ceiling);
-    if (r.target > 0) std::snprintf(target, sizeof target, "%s%.2fx", r.value / r.ceiling >= r.target ? "" : "!", r.target);
+    if (r.target > 0) {
+      // Sizes and times are better when smaller: their target is a ceiling, others' a floor.
+      const bool smaller_is_better = r.unit == "MB" || r.unit == "ms" || r.unit == "s";
+      const double q = r.value / r.ceiling;
+      const bool met = smaller_is_better ? q <= r.target : q >= r.target;
+      std::snprintf(target, sizeof target, "%s%s%.2fx", met ? "" : "!", smaller_is_better ? "<=" : ">=", r.target);
+    }
     if (auto it = previous.find(r.name); it != previous.end() && it->second > 0)
       std::snprintf(change, sizeof change, "%+.0f%%", 100.0 * (r.value / it->second - 1.0));
     std::printf("%-44s %12.2f %-8s %10s %-22s %8s %8s\n", r.name.c_str(), r.value, r.unit.c_str(), ratio,

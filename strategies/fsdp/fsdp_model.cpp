@@ -4,6 +4,7 @@
 #include <map>
 
 #include "acc/autograd/engine.h"
+#include "acc/autograd/function.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/node.h"
 #include "acc/optim/clip_grad.h"
@@ -63,8 +64,9 @@ void FsdpModel::hook_unit(size_t u) {
       [this, u](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
         FlatUnit& unit = *units_[u];
         unit.gather();
-        Tensor y = inner(x);
-        if (!options_.reshard_after_forward || autograd::in_backward()) return y;
+        if (autograd::in_backward()) return inner(x);  // a recomputation: gathered until done
+        Tensor y = options_.activation_checkpointing ? autograd::checkpoint(inner, x) : inner(x);
+        if (!options_.reshard_after_forward) return y;
         // Runs before any node of this unit's backward: every one of them feeds y.
         if (auto node = y.grad_fn())
           node->pre_hooks().add([this, u](const Tensor&) {

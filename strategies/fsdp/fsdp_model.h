@@ -27,6 +27,9 @@ struct EngineOptions {
   UnitGroups replicated_groups;  // the ignored modules': this rank alone x every rank
   bool reshard_after_forward;  // FULL_SHARD / HYBRID_SHARD
   DType compute_dtype;         // bf16 with mixed precision
+  // Each unit but the root keeps only its input; backward re-runs its forward (re-gathered
+  // first under FULL_SHARD) and then its backward.
+  bool activation_checkpointing = false;
 };
 
 class FsdpModel final : public ShardedModel {
