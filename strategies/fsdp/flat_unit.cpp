@@ -24,12 +24,20 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
                    DType compute_dtype)
     : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype) {
+  // Trainable parameters first, frozen ones after: gradients then only need the flat prefix
+  // [0, trainable_numel_), and a frozen parameter costs no gradient memory on any rank.
+  std::vector<size_t> order(params.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(),
+                        [&params](size_t i) { return params[i].second.requires_grad(); });
   int64_t numel = 0;  // of all the parameters, before padding
-  for (const auto& [pname, p] : params) {
+  for (size_t i : order) {
+    const auto& [pname, p] = params[i];
     ACC_CHECK(p.dtype() == DType::f32, "FSDP unit '", name_, "': parameter '", pname, "' is ",
               p.describe(), "; acc shards f32 parameters (mixed precision comes from the config)");
     slots_.push_back(Slot{pname, p.shape(), numel, Tensor()});
     numel += p.numel();
+    if (p.requires_grad()) trainable_numel_ = numel;
   }
   const int64_t ranks = groups_.shard->size();
   const int64_t per_rank = (numel + ranks - 1) / ranks;
@@ -38,10 +46,10 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
   autograd::NoGradGuard no_grad;
   master_ = new_buffer(shard_, DType::f32, memory::Category::parameters);
   float* dst = master_.data<float>();
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const Part part = local_part(slots_[i]);
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const Part part = local_part(slots_[k]);
     if (part.count)
-        std::copy_n(params[i].second.data<float>() + (part.first - slots_[i].offset), part.count,
+      std::copy_n(params[order[k]].second.data<float>() + (part.first - slots_[k].offset), part.count,
                   dst + (part.first - shard_begin()));
   }
   compute_ = compute_dtype_ == DType::f32 ? master_
@@ -85,10 +93,12 @@ void FlatUnit::begin_pass(bool accumulate, bool sync) {
   sync_ = sync;
   arrived_ = 0;
   if (!sync_) {
-    if (!local_.defined()) local_ = new_buffer(full_.numel(), DType::f32, memory::Category::gradients);
+    if (!local_.defined()) local_ = new_buffer(trainable_numel_, DType::f32, memory::Category::gradients);
     return;
   }
-  if (!grad_.defined()) grad_ = new_buffer(shard_, DType::f32, memory::Category::gradients);
+  // This rank's part of the trainable prefix: none when its shard holds frozen parameters only.
+  const int64_t grad_numel = std::clamp<int64_t>(trainable_numel_ - shard_begin(), 0, shard_);
+  if (!grad_.defined()) grad_ = new_buffer(grad_numel, DType::f32, memory::Category::gradients);
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 

@@ -3,7 +3,9 @@
 // so every rank of the shard group holds an equal, 64-byte aligned shard.
 //
 //   master     f32 [shard]          this rank's shard, what the optimizer updates
-//   grad       f32 [shard]          its gradient, after reduction over every rank
+//   grad       f32 [≤ shard]        its gradient, after reduction over every rank: only the part
+//                                   of the shard inside the trainable prefix (trainable
+//                                   parameters come first; frozen ones need no gradient)
 //   compute    bf16 [shard]         the shard in the compute dtype (bf16 only; else = master),
 //                                   written by the optimizer in the same pass as master
 //   full       compute [padded]     the gathered unit; the model's parameters are views into
@@ -90,6 +92,7 @@ class FlatUnit {
   Tensor master_, grad_, compute_, full_;
   Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
   size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
+  int64_t trainable_numel_ = 0;  // the flat prefix the trainable slots fill
   size_t arrived_ = 0;
   bool in_pass_ = false, accumulate_ = false, sync_ = true;
 };
