@@ -22,8 +22,9 @@ Tensor new_buffer(int64_t numel, DType dtype, memory::Category category) {
 
 FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-                   DType compute_dtype)
-    : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype) {
+                   DType compute_dtype, bool reduce_bf16)
+    : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype),
+      reduce_bf16_(reduce_bf16) {
   // Trainable parameters first, frozen ones after: gradients then only need the flat prefix
   // [0, trainable_numel_), and a frozen parameter costs no gradient memory on any rank.
   std::vector<size_t> order(params.size());
@@ -82,6 +83,11 @@ void FlatUnit::gather() {
   groups_.shard->all_gather(compute_, full_);
 }
 
+void FlatUnit::write_back() {
+  // f32 compute only (the caller checks): then `compute` is `master`, and unsharded, `full` too.
+  if (sharded() && gathered()) master_.copy_(full_.slice_flat(shard_begin(), {shard_}));
+}
+
 void FlatUnit::release() {
   if (sharded()) full_.storage()->release();
 }
@@ -121,11 +127,26 @@ void FlatUnit::take_gradient(size_t i, const Tensor& grad) {
   Tensor target = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
   Tensor reduced = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : target;
-  if (sharded())
-    groups_.shard->reduce_scatter_v(flat, reduced, counts, dist::ReduceOp::avg);
-  else
+  if (sharded()) {
+    if (reduce_bf16_) {
+      Tensor wire = new_buffer(mine.count, DType::bf16, memory::Category::communication);
+      groups_.shard->reduce_scatter_v(flat.to(DType::bf16), wire, counts, dist::ReduceOp::avg);
+      reduced.copy_(wire);
+    } else {
+      groups_.shard->reduce_scatter_v(flat, reduced, counts, dist::ReduceOp::avg);
+    }
+  } else {
     reduced.copy_(flat);
-  if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
+  }
+  if (groups_.replicate->size() > 1) {
+    if (reduce_bf16_) {
+      Tensor wire = reduced.to(DType::bf16);
+      groups_.replicate->all_reduce(wire, dist::ReduceOp::avg);
+      reduced.copy_(wire);
+    } else {
+      groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
+    }
+  }
   if (accumulate_) autograd::add_into(target, reduced);
 }
 

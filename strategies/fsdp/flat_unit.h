@@ -39,9 +39,11 @@ class FlatUnit {
 
   // Takes `params` (qualified names in `root`) out of the model: copies this rank's part of
   // their values into the master shard and puts views into the gathered buffer in their place.
+  // With `reduce_bf16` gradients cross the wire in bf16 (fsdp_reduce_dtype: bf16): half the
+  // bytes; the reduce kernels still sum in f32 and round once.
   FlatUnit(std::string name, nn::Module& root,
            const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-           DType compute_dtype);
+           DType compute_dtype, bool reduce_bf16 = false);
 
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
@@ -64,6 +66,9 @@ class FlatUnit {
   bool gathered() const { return !full_.storage()->released(); }
   void gather();   // all-gather the compute shard into `full` (no-op when already there)
   void release();  // return `full`'s bytes (no-op for an unsharded unit)
+  // Copies this rank's part of the gathered buffer back into the master shard (f32 compute
+  // only: a bf16 gathered copy would round the masters). Does not throw.
+  void write_back();
 
   // --- gradients ---
   // Each parameter's gradient of a pass is reduced as soon as it is complete, straight from
@@ -87,6 +92,7 @@ class FlatUnit {
   std::string name_;
   UnitGroups groups_;
   DType compute_dtype_;
+  bool reduce_bf16_;
   std::vector<Slot> slots_;
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;

@@ -17,7 +17,8 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
   for (auto& plan : plans) {
     units_.push_back(std::make_unique<FlatUnit>(
         plan.name.empty() ? "<root>" : plan.name, this->module(), plan.params,
-        plan.replicated ? options_.replicated_groups : options_.groups, options_.compute_dtype));
+        plan.replicated ? options_.replicated_groups : options_.groups, options_.compute_dtype,
+        options_.reduce_bf16));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);
   }
@@ -64,7 +65,8 @@ void FsdpModel::hook_unit(size_t u) {
       [this, u](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
         FlatUnit& unit = *units_[u];
         unit.gather();
-        if (autograd::in_backward()) return inner(x);  // a recomputation: gathered until done
+        // Summoned, or a recomputation in backward: the unit stays gathered.
+        if (summoned_ || autograd::in_backward()) return inner(x);
         Tensor y = options_.activation_checkpointing ? autograd::checkpoint(inner, x) : inner(x);
         if (!options_.reshard_after_forward) return y;
         // Runs before any node of this unit's backward: every one of them feeds y.
@@ -120,9 +122,27 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
   }
   root().gather();
   models::ModelOutput out = module().forward(batch);
-  if (!autograd::GradMode::is_enabled())  // no backward will follow: hold shards only
+  if (!autograd::GradMode::is_enabled() && !summoned_)  // no backward will follow: shards only
     for (auto& unit : units_) unit->release();
   return out;
+}
+
+void FsdpModel::begin_full_params(bool writeback) {
+  ACC_CHECK(!summoned_, type_name(), ": summon_full_params() scopes do not nest");
+  ACC_CHECK(!writeback || options_.compute_dtype == DType::f32, type_name(),
+            ": summon_full_params(writeback) needs f32 compute; with bf16 the gathered parameters "
+            "are rounded copies of the f32 masters");
+  for (auto& unit : units_) unit->gather();
+  summoned_ = true;
+}
+
+void FsdpModel::end_full_params(bool writeback) noexcept {
+  summoned_ = false;
+  if (writeback) {
+    autograd::NoGradGuard no_grad;
+    for (auto& unit : units_) unit->write_back();
+  }
+  for (auto& unit : units_) unit->release();
 }
 
 std::vector<std::pair<std::string, Tensor>> FsdpModel::named_parameters() const {

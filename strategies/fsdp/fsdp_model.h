@@ -30,6 +30,7 @@ struct EngineOptions {
   // Each unit but the root keeps only its input; backward re-runs its forward (re-gathered
   // first under FULL_SHARD) and then its backward.
   bool activation_checkpointing = false;
+  bool reduce_bf16 = false;  // fsdp_reduce_dtype: bf16
 };
 
 class FsdpModel final : public ShardedModel {
@@ -56,6 +57,8 @@ class FsdpModel final : public ShardedModel {
   };
 
   void set_gradient_sync(bool on) override { sync_ = on; }
+  void begin_full_params(bool writeback) override;
+  void end_full_params(bool writeback) noexcept override;
   void hook_unit(size_t u);
   void first_gradient(size_t u);
   void unit_backward_done(size_t u);
@@ -71,6 +74,7 @@ class FsdpModel final : public ShardedModel {
   std::vector<autograd::HookHandle> hooks_;
   bool backward_queued_ = false;
   bool sync_ = true;  // off inside no_sync()
+  bool summoned_ = false;  // inside summon_full_params(): every unit stays gathered
 };
 
 }  // namespace acc::fsdp

@@ -23,7 +23,6 @@ void warn_unapplied(const FsdpConfig& c) {
   if (c.offload_params) warn("fsdp_offload_params");
   if (c.forward_prefetch) warn("fsdp_forward_prefetch");
   if (c.cpu_ram_efficient_loading) warn("fsdp_cpu_ram_efficient_loading");
-  if (c.reduce_bf16) warn("fsdp_reduce_dtype");
   // acc always keeps the original parameters, as views into the flat buffer.
   if (!c.use_orig_params) warn("fsdp_use_orig_params");
   if (!c.flatten_parameters) warn("flatten_parameters");
@@ -65,7 +64,8 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   auto plans = plan_units(*model, fsdp, model->shared_parameters());
   EngineOptions options{name(), {shard_group_, replicate_group_}, {self_group_, world()},
                         setting_ == ShardingStrategy::FULL_SHARD || setting_ == ShardingStrategy::HYBRID_SHARD,
-                        bf16 ? DType::bf16 : DType::f32, fsdp.activation_checkpointing};
+                        bf16 ? DType::bf16 : DType::f32, fsdp.activation_checkpointing,
+                        fsdp.reduce_bf16};
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
              shard_size_, replicate_group_->size());
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));

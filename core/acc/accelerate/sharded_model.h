@@ -79,6 +79,35 @@ class ShardedModel : public models::Model {
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(this); }
 
+  // Scope in which the wrapped model's parameters are whole on every rank, in the compute
+  // dtype, for evaluation, generation or inspection through module():
+  //   { auto full = sharded->summon_full_params(); generate(module_as_causal_lm, ...); }
+  // With writeback (f32 compute only), what the scope changed in them goes back to the shards
+  // when it ends; without, changes are not to be relied on either way (dropped where the unit
+  // is sharded, kept where the gathered buffer is the master). Entering is a collective (the
+  // gathers); leaving is local.
+  class FullParams {
+   public:
+    FullParams(ShardedModel* model, bool writeback) : model_(model), writeback_(writeback) {
+      model_->begin_full_params(writeback);
+    }
+    FullParams(FullParams&& other) noexcept
+        : model_(std::exchange(other.model_, nullptr)), writeback_(other.writeback_) {}
+    FullParams(const FullParams&) = delete;
+    FullParams& operator=(const FullParams&) = delete;
+    FullParams& operator=(FullParams&&) = delete;
+    ~FullParams() {
+      if (model_) model_->end_full_params(writeback_);
+    }
+
+   private:
+    ShardedModel* model_;
+    bool writeback_;
+  };
+  [[nodiscard]] FullParams summon_full_params(bool writeback = false) {
+    return FullParams(this, writeback);
+  }
+
   // The strategy owns mixed precision (config.compute.bf16).
   void set_compute_dtype(DType dtype) override;
   double train_flops_per_token(int64_t seq_len) const override {
@@ -92,6 +121,10 @@ class ShardedModel : public models::Model {
   // Off inside no_sync(): a strategy that communicates gradients keeps them local meanwhile.
   // The default suits strategies that never communicate gradients.
   virtual void set_gradient_sync(bool /*on*/) {}
+  // summon_full_params(): the default suits strategies whose parameters are always whole.
+  // begin checks what can fail (writeback with bf16 compute); end must not throw.
+  virtual void begin_full_params(bool /*writeback*/) {}
+  virtual void end_full_params(bool /*writeback*/) noexcept {}
 
  private:
   std::shared_ptr<models::Model> module_;

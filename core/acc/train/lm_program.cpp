@@ -302,15 +302,18 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +
       format("val loss %.4f (unigram %.4f, %.2f nats below); ", val, unigram_val, unigram_val - val) +
       format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s", meter.tokens_per_second(), 100 * meter.mfu(), peak));
-  if (o.save.empty() && o.sample_tokens <= 0) return 0;
-  auto trained = make_model(o.config, o.seed);  // a whole copy, for saving and sampling
-  sharded->copy_full_parameters_to(*trained);  // a collective: every rank takes part
-  if (!main) return 0;
   if (!o.save.empty()) {
-    models::save_model(*trained, o.save);
-    std::printf("saved %s\n", o.save.c_str());
+    auto trained = make_model(o.config, o.seed);  // a whole f32 copy: the file holds the masters
+    sharded->copy_full_parameters_to(*trained);   // a collective: every rank takes part
+    if (main) {
+      models::save_model(*trained, o.save);
+      std::printf("saved %s\n", o.save.c_str());
+    }
   }
-  print_sample(*trained, o);
+  if (o.sample_tokens > 0) {
+    auto whole = sharded->summon_full_params();  // a collective: every unit gathered
+    if (main) print_sample(*model, o);           // the user's model, its parameters now whole
+  }
   return 0;
 }
 
