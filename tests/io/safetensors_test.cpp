@@ -191,3 +191,29 @@ TEST(Safetensors, SaveRejectsBadInputAndLeavesNothingBehind) {
                acc::Error);
   EXPECT_TRUE(fs::is_empty(dir));
 }
+
+// The streaming writer: tensors in any order, a large one in pieces; the same file and
+// checksums as writing each at once; an unfinished file leaves nothing behind.
+TEST(SafetensorsWriter, StreamsTensorsInAnyOrderAndInPieces) {
+  const auto dir = fresh_dir("writer");
+  const Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}), b = Tensor::from_vector({7, 8}, {2});
+  acc::io::save_safetensors(dir / "whole.safetensors", {{"a", a}, {"b", b}});
+  {
+    acc::io::SafetensorsWriter w(dir / "pieces.safetensors", {{"a", DType::f32, {2, 3}}, {"b", DType::f32, {2}}});
+    w.write("b", b.raw_data());
+    w.append("a", a.data<float>(), 2 * sizeof(float));
+    w.append("a", a.data<float>() + 2, 4 * sizeof(float));
+    EXPECT_EQ(w.crc32("a"), acc::io::crc32(a.raw_data(), a.nbytes()));
+    EXPECT_NE(error_of([&] { w.append("a", a.raw_data(), 4); }).find("holds 24 bytes"), std::string::npos);
+    w.finish();
+  }
+  std::ifstream x(dir / "whole.safetensors", std::ios::binary), y(dir / "pieces.safetensors", std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(x), {}), std::string(std::istreambuf_iterator<char>(y), {}));
+  {
+    acc::io::SafetensorsWriter w(dir / "unfinished.safetensors", {{"a", DType::f32, {2, 3}}});
+    w.append("a", a.raw_data(), 8);
+    EXPECT_NE(error_of([&] { w.finish(); }).find("never written"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(dir / "unfinished.safetensors"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
+}

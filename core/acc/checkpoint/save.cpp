@@ -1,5 +1,6 @@
 // save_state: every rank writes the pieces it owns into its shard file, rank 0 writes the
 // manifest and commits the directory once every rank has succeeded.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,7 +14,6 @@
 #include "acc/checkpoint/manifest.h"
 #include "acc/dist/agreement.h"
 #include "acc/io/safetensors.h"
-#include "acc/ops/ops.h"
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"
 
@@ -122,6 +122,21 @@ Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState&
   return part;
 }
 
+// A [rows, cols] matrix written as its [cols, rows] transpose (Hugging Face's Conv1D layout) a
+// block of output rows at a time, so saving holds at most 4 MB beyond the gathered unit.
+void append_transposed(io::SafetensorsWriter& writer, const std::string& name, const Tensor& value) {
+  const int64_t rows = value.shape()[0], cols = value.shape()[1];
+  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 20) / rows);  // output rows per block
+  std::vector<float> out(static_cast<size_t>(std::min(block, cols) * rows));
+  const float* in = value.data<float>();
+  for (int64_t c0 = 0; c0 < cols; c0 += block) {
+    const int64_t n = std::min(block, cols - c0);
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(c * rows + r)] = in[r * cols + c0 + c];
+    writer.append(name, out.data(), static_cast<uint64_t>(n * rows) * sizeof(float));
+  }
+}
+
 // model.safetensors with Hugging Face names and layout, written by rank 0 while every rank
 // takes part in gathering one unit at a time.
 Manifest write_full_model(const std::filesystem::path& tmp, ShardedModel& model) {
@@ -144,7 +159,10 @@ Manifest write_full_model(const std::filesystem::path& tmp, ShardedModel& model)
     if (!writes || failed) return;
     try {
       for (const auto& [name, value] : params)
-        writer->write(name, (inner.stored_transposed(name) ? ops::transpose(value) : value).raw_data());
+        if (inner.stored_transposed(name))
+          append_transposed(*writer, name, value);
+        else
+          writer->write(name, value.raw_data());
     } catch (...) {
       failed = std::current_exception();
     }

@@ -50,6 +50,9 @@ class SafetensorsWriter {
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }
   // The whole of tensor `name`: entry(name).end - begin bytes at `data`.
   void write(const std::string& name, const void* data);
+  // The next `bytes` bytes of tensor `name`, in order: a tensor too large to hold twice can be
+  // written piece by piece. It counts as written once all its bytes have arrived.
+  void append(const std::string& name, const void* data, uint64_t bytes);
   uint32_t crc32(const std::string& name) const;
   uint64_t file_bytes() const { return data_start_ + (entries_.empty() ? 0 : data_end_); }
   // Checks every tensor was written, flushes the file to disk (fsync) and renames it to `path`.
@@ -64,6 +67,7 @@ class SafetensorsWriter {
   std::vector<SafetensorsEntry> entries_;
   std::map<std::string, size_t> index_;
   std::vector<uint32_t> crc_;
+  std::vector<uint64_t> filled_;  // bytes of each tensor written so far
   std::vector<bool> written_;
 };
 

@@ -60,6 +60,7 @@ SafetensorsWriter::SafetensorsWriter(std::filesystem::path path,
   }
   data_end_ = offset;
   crc_.assign(entries_.size(), 0);
+  filled_.assign(entries_.size(), 0);
   written_.assign(entries_.size(), false);
   const std::string header = safetensors_detail::build_header(entries_, metadata);
   data_start_ = 8 + header.size();
@@ -97,12 +98,21 @@ size_t SafetensorsWriter::index_of(const std::string& name) const {
 }
 
 void SafetensorsWriter::write(const std::string& name, const void* data) {
+  const size_t i = index_of(name);
+  ACC_CHECK(filled_[i] == 0, "safetensors '", path_.string(), "': \"", name, "\" is written twice");
+  append(name, data, entries_[i].end - entries_[i].begin);
+}
+
+void SafetensorsWriter::append(const std::string& name, const void* data, uint64_t bytes) {
   ACC_CHECK(fd_ >= 0, "safetensors '", path_.string(), "': write after finish()");
   const size_t i = index_of(name);
   const SafetensorsEntry& e = entries_[i];
-  write_all(fd_, data, e.end - e.begin, data_start_ + e.begin, path_.string());
-  crc_[i] = io::crc32(data, e.end - e.begin);
-  written_[i] = true;
+  ACC_CHECK(filled_[i] + bytes <= e.end - e.begin, "safetensors '", path_.string(), "': \"", name,
+            "\" holds ", e.end - e.begin, " bytes; ", filled_[i] + bytes, " were written");
+  write_all(fd_, data, bytes, data_start_ + e.begin + filled_[i], path_.string());
+  crc_[i] = io::crc32(data, bytes, crc_[i]);
+  filled_[i] += bytes;
+  written_[i] = filled_[i] == e.end - e.begin;
 }
 
 uint32_t SafetensorsWriter::crc32(const std::string& name) const {
