@@ -65,6 +65,9 @@ class ScopedEnv {
 
 TEST(Config, LoadReadsAccConfigFileWhenSet) {
   const std::string path = (kConfigs / "fsdp_hybrid_shard.yaml").string();
+  const auto home = std::filesystem::temp_directory_path() / "acc_config_home_test";
+  std::filesystem::remove_all(home);
+  ScopedEnv config_home("ACC_CONFIG_HOME", home.string());  // no default config there yet
   {
     ScopedEnv env("ACC_CONFIG_FILE", path);
     const Config c = Config::load();
@@ -83,6 +86,15 @@ TEST(Config, LoadReadsAccConfigFileWhenSet) {
     ScopedEnv env("ACC_CONFIG_FILE", "/no/such/acc.yaml");
     EXPECT_ACC_ERROR(Config::load(), {"/no/such/acc.yaml: no such config file"});
   }
+  // Without ACC_CONFIG_FILE, the default config `accelerate config` writes, when it exists.
+  std::filesystem::create_directories(home);
+  std::filesystem::copy_file(path, home / "default_config.yaml");
+  EXPECT_EQ(Config::default_path(), (home / "default_config.yaml").string());
+  {
+    ScopedEnv env("ACC_CONFIG_FILE", std::nullopt);
+    EXPECT_EQ(Config::load().dist.fsdp.sharding_strategy, ShardingStrategy::HYBRID_SHARD);
+  }
+  std::filesystem::remove_all(home);
 }
 
 TEST(Config, FromFileNamesThePathInErrors) {
