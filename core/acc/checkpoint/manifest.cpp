@@ -81,6 +81,7 @@ Object::Ptr tensor_json(const TensorRecord& t) {
   Array::Ptr shape = new Array;
   for (int64_t d : t.shape) shape->add(d);
   o->set("shape", shape);
+  o->set("dtype", "F32");  // acc keeps f32 masters and f32 optimizer state
   if (t.hf_transposed) o->set("hf_transposed", true);
   if (t.step) o->set("step", *t.step);
   Array::Ptr pieces = new Array;
@@ -107,6 +108,8 @@ TensorRecord parse_tensor(const Reader& r) {
               "] must be a non-negative integer");
     t.shape.push_back(v.convert<Poco::Int64>());
   }
+  ACC_CHECK(!r.has("dtype") || r.str("dtype") == "F32", r.where(), ".dtype is ", r.str("dtype"),
+            "; this acc reads F32 checkpoints");
   if (r.has("hf_transposed")) t.hf_transposed = r.get("hf_transposed").convert<bool>();
   if (r.has("step")) t.step = r.num("step");
   const auto pieces = r.array("pieces");
