@@ -22,7 +22,8 @@ class ShardedModel : public models::Model {
   models::Model& module() const { return *module_; }
   const std::shared_ptr<models::Model>& module_ptr() const { return module_; }
 
-  // This rank's trainable pieces, named as in the wrapped model: what the optimizer updates.
+  // This rank's pieces, named as in the wrapped model (frozen ones too, with requires_grad
+  // false): what the optimizer updates is those that require grad.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const override = 0;
   // The pieces in optimizer groups: parameters of two or more dimensions (matrices, embedding
   // tables) get `weight_decay`, biases and norm weights none — decided per original parameter,

@@ -1,7 +1,10 @@
 #include "acc/plugin/registry.h"
 
+#include <dlfcn.h>
+
 #include <Poco/SharedLibrary.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -86,8 +89,18 @@ std::vector<std::string> Registry::search_folders() const {
       if (!item.empty()) folders.push_back(item);
   }
   folders.push_back(ACC_BUILD_PLUGIN_DIR);
+  // Next to the libacc actually loaded (<libdir>/acc/plugins): right even when the install
+  // prefix differs from the one configured (cmake --install --prefix).
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&Registry::global), &info) && info.dli_fname) {
+    const auto beside = fs::path(info.dli_fname).parent_path() / "acc" / "plugins";
+    folders.push_back(beside.string());
+  }
   folders.push_back(ACC_INSTALL_PLUGIN_DIR);
-  return folders;
+  std::vector<std::string> unique;  // first occurrence of each, in order
+  for (auto& f : folders)
+    if (std::find(unique.begin(), unique.end(), f) == unique.end()) unique.push_back(std::move(f));
+  return unique;
 }
 
 const LoadedPlugin& Registry::load_file(const std::string& path) {
