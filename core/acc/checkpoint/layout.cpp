@@ -37,9 +37,17 @@ std::vector<std::optional<OptimizerSlot>> optimizer_slots(
   return out;
 }
 
+namespace {
+
+// "ckpt/step_1/" -> "ckpt/step_1": a sibling can then be named from its filename.
+std::filesystem::path without_trailing_slash(const std::filesystem::path& dir) {
+  return dir.has_filename() ? dir : dir.parent_path();
+}
+
+}  // namespace
+
 std::filesystem::path temp_dir_for(const std::filesystem::path& dir) {
-  std::filesystem::path clean = dir;
-  if (!clean.has_filename()) clean = clean.parent_path();  // "ckpt/step_1/" -> "ckpt/step_1"
+  const auto clean = without_trailing_slash(dir);
   return clean.parent_path() / (clean.filename().string() + ".tmp");
 }
 
@@ -53,8 +61,7 @@ void sync_path(const std::filesystem::path& path) {
 }
 
 void replace_directory(const std::filesystem::path& tmp, const std::filesystem::path& dir) {
-  std::filesystem::path clean = dir;
-  if (!clean.has_filename()) clean = clean.parent_path();
+  const auto clean = without_trailing_slash(dir);
   // A directory cannot be renamed over a non-empty one: move the old one aside first. Between
   // the two renames the old copy still exists under .old.
   const std::filesystem::path old = clean.parent_path() / (clean.filename().string() + ".old");

@@ -10,6 +10,7 @@
 #include "acc/checkpoint/manifest.h"
 #include "acc/checkpoint/piece_reader.h"
 #include "acc/dist/agreement.h"
+#include "acc/models/checkpoint.h"
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"
 
@@ -21,23 +22,20 @@ namespace {
 void check_same_model(const Manifest& manifest, const models::Model& model) {
   std::map<std::string, Shape> params;
   for (const auto& [name, p] : model.named_parameters()) params[name] = p.shape();
-  std::vector<std::string> problems;
+  models::LoadProblems problems;
   for (const auto& [key, rec] : manifest.tensors) {
     if (is_optimizer_key(key)) continue;
     const auto it = params.find(key);
     if (it == params.end())
-      problems.push_back(key + ": in the checkpoint, not a parameter of the model");
+      problems.unexpected.push_back(key);
     else if (it->second != rec.shape)
-      problems.push_back(key + ": checkpoint " + shape_str(rec.shape) + ", model " +
-                         shape_str(it->second));
+      problems.mismatched.push_back(key + ": checkpoint " + shape_str(rec.shape) + ", model " +
+                                    shape_str(it->second));
   }
   for (const auto& [name, shape] : params)
-    if (!manifest.tensors.count(name)) problems.push_back(name + ": missing from the checkpoint");
-  if (problems.empty()) return;
-  std::string text = "the checkpoint holds a " + manifest.model + " that differs from this " +
-                     model.type_name() + " in " + std::to_string(problems.size()) + " parameter(s):";
-  for (const auto& p : problems) text += "\n    " + p;
-  ACC_FAIL(text);
+    if (!manifest.tensors.count(name)) problems.missing.push_back(name);
+  ACC_CHECK(problems.empty(), "the checkpoint holds a ", manifest.model, " that differs from this ",
+            model.type_name(), problems.describe("the checkpoint"));
 }
 
 // One destination range and the piece parts that fill it.

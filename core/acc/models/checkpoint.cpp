@@ -49,15 +49,15 @@ Plan plan_load(const Model& model, const io::SafetensorsReader& reader) {
 
 }  // namespace
 
-std::string LoadProblems::describe() const {
+std::string LoadProblems::describe(std::string_view source) const {
   std::ostringstream os;
-  auto list = [&os](const char* what, const std::vector<std::string>& names) {
+  auto list = [&os](const std::string& what, const std::vector<std::string>& names) {
     if (names.empty()) return;
     os << "\n  " << names.size() << " " << what << ":";
     for (const auto& n : names) os << "\n    " << n;
   };
-  list("missing from the file", missing);
-  list("unexpected in the file", unexpected);
+  list("missing from " + std::string(source), missing);
+  list("unexpected in " + std::string(source), unexpected);
   list("with a wrong shape or dtype", mismatched);
   return os.str();
 }

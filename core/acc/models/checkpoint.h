@@ -5,6 +5,7 @@
 // Llama file loads into acc. The model says what differs (Model::stored_transposed, ...).
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "acc/models/model.h"
@@ -19,7 +20,8 @@ struct LoadProblems {
   std::vector<std::string> unexpected;  // file entries that are no parameter of the model
   std::vector<std::string> mismatched;  // "name: file f32[3, 4], model expects [4, 3]"
   bool empty() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
-  std::string describe() const;  // all of them, one per line
+  // All of them, one per line; `source` names what the parameters were compared with.
+  std::string describe(std::string_view source = "the file") const;
 };
 
 LoadProblems check_model_file(const Model& model, const std::filesystem::path& path);
