@@ -11,15 +11,6 @@ namespace {
 constexpr int64_t kGlobalBatch = 8, kSamples = 24, kTotalSteps = 12;
 }
 
-Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16) {
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "test");
-  config.dist.fsdp.wrap_layer_cls = block_classes(kind);
-  config.compute.bf16 = bf16;
-  return config;
-}
-
 Trainer::Trainer(const std::string& kind, Config config, uint64_t seed) : config_(std::move(config)) {
   data::DataLoader all(make_dataset(kind, kSamples), {.batch_size = kGlobalBatch, .shuffle = true,
                                                       .drop_last = true, .seed = 7, .prefetch = 0});

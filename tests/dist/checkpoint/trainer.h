@@ -8,11 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "../fsdp/fsdp_fixtures.h"
 #include "acc/acc.h"
 
 namespace acc::test {
-
-Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16 = false);
 
 class Trainer {
  public:

@@ -12,9 +12,7 @@ namespace {
 TEST(Accelerator, AccumulationEqualsOneProcessOnTheJoinedBatch) {
   constexpr int kMicro = 2, kSteps = 2;
   constexpr int64_t kMicroBatch = 4;
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.wrap_layer_cls = block_classes("gpt2");
+  const Config config = strategy_config("FULL_SHARD", "gpt2");
   Accelerator accelerator({.config = config, .gradient_accumulation_steps = kMicro});
   data::DataLoader loader(make_dataset("gpt2", kSteps * kMicro * kMicroBatch),
                           {.batch_size = kMicroBatch, .prefetch = 0});

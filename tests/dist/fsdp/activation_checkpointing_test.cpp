@@ -15,11 +15,7 @@ class ActivationCheckpointing : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ActivationCheckpointing, TrainsBitForBitAsWithout) {
   const auto& [strategy, kind, bf16] = GetParam();
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "test");
-  config.dist.fsdp.wrap_layer_cls = block_classes(kind);
-  config.compute.bf16 = bf16;
+  Config config = strategy_config(strategy, kind, bf16);
   const RunResult plain = run_accelerated(kind, config, 3, 8);
   config.dist.fsdp.activation_checkpointing = true;
   const RunResult recomputed = run_accelerated(kind, config, 3, 8);

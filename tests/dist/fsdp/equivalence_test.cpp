@@ -35,11 +35,7 @@ class Equivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Equivalence, SameLossesAndParametersAsOneProcess) {
   const auto& [strategy, kind, bf16] = GetParam();
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "test");
-  config.dist.fsdp.wrap_layer_cls = block_classes(kind);
-  config.compute.bf16 = bf16;
+  const Config config = strategy_config(strategy, kind, bf16);
   const RunResult sharded = run_accelerated(kind, config, kSteps, kGlobalBatch);
   const RunResult single = bf16 ? run_one_rank(kind, config, kSteps, kGlobalBatch)
                                 : run_single_process(kind, kSteps, kGlobalBatch);

@@ -50,9 +50,7 @@ TEST(Frozen, TrainsAsOneProcessAndCostsNoGradientOrOptimizerMemory) {
   optim::AdamW plain_opt(plain->parameters(), {.lr = kLr});
   const Trained reference = train(*plain, all, plain_opt, [](float l) { return l; });
 
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.wrap_layer_cls = block_classes("gpt2");
+  const Config config = strategy_config("FULL_SHARD", "gpt2");
   auto [sharded, loader] = accelerate(frozen_model(), all, config);
   optim::AdamW opt(sharded->parameters(), {.lr = kLr});
   Trained run = train(*sharded, loader, opt, [](float l) {

@@ -140,6 +140,15 @@ std::vector<std::string> block_classes(const std::string& kind) {
   return {};
 }
 
+Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16) {
+  Config config;
+  config.dist.distributed_type = DistributedType::FSDP;
+  config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "test");
+  config.dist.fsdp.wrap_layer_cls = block_classes(kind);
+  config.compute.bf16 = bf16;
+  return config;
+}
+
 std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples) {
   if (kind == "mlp") return std::make_shared<Images>(samples);
   return std::make_shared<TokenWindows>(samples);

@@ -16,6 +16,8 @@ namespace acc::test {
 std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed = 0);
 // The wrap class of the family's blocks (none for the MLP, which shards as one unit).
 std::vector<std::string> block_classes(const std::string& kind);
+// FSDP with `strategy` ("FULL_SHARD", ...) wrapping the family's blocks, f32 or bf16.
+Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16 = false);
 // A dataset the family's forward accepts: random token windows or random images.
 std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples);
 

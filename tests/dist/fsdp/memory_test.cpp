@@ -42,11 +42,7 @@ struct Measured {
 
 Measured measure(ShardingStrategy strategy, bool bf16) {
   const ModelState before = current();
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.sharding_strategy = strategy;
-  config.dist.fsdp.wrap_layer_cls = block_classes("gpt2");
-  config.compute.bf16 = bf16;
+  const Config config = strategy_config(to_string(strategy), "gpt2", bf16);
   auto model = make_model("gpt2");
   Measured m{};
   m.psi = model->num_parameters();

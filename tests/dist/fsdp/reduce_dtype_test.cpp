@@ -11,10 +11,7 @@ namespace {
 
 TEST(ReduceDtype, Bf16GradientsTrainLikeF32) {
   for (const char* strategy : {"FULL_SHARD", "NO_SHARD", "HYBRID_SHARD"}) {
-    Config config;
-    config.dist.distributed_type = DistributedType::FSDP;
-    config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "test");
-    config.dist.fsdp.wrap_layer_cls = block_classes("gpt2");
+    Config config = strategy_config(strategy, "gpt2");
     const RunResult f32 = run_accelerated("gpt2", config, 3, 8);
     config.dist.fsdp.reduce_bf16 = true;
     const RunResult bf16 = run_accelerated("gpt2", config, 3, 8);

@@ -9,10 +9,7 @@ namespace acc::test {
 namespace {
 
 std::shared_ptr<ShardedModel> sharded_gpt2(bool bf16 = false) {
-  Config config;
-  config.dist.distributed_type = DistributedType::FSDP;
-  config.dist.fsdp.wrap_layer_cls = block_classes("gpt2");
-  config.compute.bf16 = bf16;
+  const Config config = strategy_config("FULL_SHARD", "gpt2", bf16);
   data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 8, .prefetch = 0});
   return accelerate(make_model("gpt2"), loader, config).model;
 }
