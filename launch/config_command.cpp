@@ -9,6 +9,7 @@
 
 #include "acc/kernels/matmul.h"
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc::cli {
 
@@ -17,11 +18,6 @@ namespace {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
 // One question at a time: the answer (or the default for an empty line) goes through `accept`,
@@ -38,7 +34,7 @@ class Dialogue {
       std::string line;
       ACC_CHECK(static_cast<bool>(std::getline(in_, line)), "accelerate config: no answer to \"",
                 question, "\" (the input ended)");
-      const std::string answer = trim(line).empty() ? fallback : trim(line);
+      const std::string answer = util::trim(line).empty() ? fallback : util::trim(line);
       try {
         return accept(answer);
       } catch (const Error& e) {
@@ -58,15 +54,9 @@ class Dialogue {
 
   int count(const std::string& question, int fallback, int min) {
     return ask<int>(question, std::to_string(fallback), [min](const std::string& a) {
-      size_t used = 0;
-      int n = 0;
-      try {
-        n = std::stoi(a, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      ACC_CHECK(used == a.size() && n >= min, "bad answer '", a, "': expected a whole number >= ", min);
-      return n;
+      const auto n = util::parse_int(a);
+      ACC_CHECK(n && *n >= min, "bad answer '", a, "': expected a whole number >= ", min);
+      return *n;
     });
   }
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 #include "rank_output.h"
 
 namespace acc::cli {
@@ -34,15 +35,9 @@ const char* kUsage =
     "  --dry_run          print the mpirun command and the config instead of running\n";
 
 int parse_count(const std::string& value, const std::string& name, int min) {
-  size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  ACC_CHECK(used == value.size() && n >= min, name, " '", value, "' is not a count; expected a whole number >= ", min);
-  return n;
+  const auto n = util::parse_int(value);
+  ACC_CHECK(n && *n >= min, name, " '", value, "' is not a count; expected a whole number >= ", min);
+  return *n;
 }
 
 // A config key named on the command line: its short name ("fsdp_sharding_strategy").

@@ -9,6 +9,7 @@
 
 #include "acc/config/config.h"
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc {
 namespace {
@@ -42,11 +43,6 @@ std::string join(const Names& names, std::string_view separator) {
     first = false;
   }
   return out;
-}
-
-std::string trim(const std::string& s) {
-  const auto begin = s.find_first_not_of(" \t");
-  return begin == std::string::npos ? "" : s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
 }
 
 // The value as the file wrote it, for messages.
@@ -122,7 +118,7 @@ Reader class_list_key(std::vector<std::string>& target) {
     std::istringstream names(scalar_as<std::string>(v, key, "class names separated by commas"));
     target.clear();
     for (std::string name; std::getline(names, name, ',');)
-      if (!trim(name).empty()) target.push_back(trim(name));
+      if (!util::trim(name).empty()) target.push_back(util::trim(name));
   };
 }
 
