@@ -56,8 +56,11 @@ std::string shard_file_name(int rank, int world) {
 // hybrid strategies) take turns, so the writing is spread over them and nothing is written twice.
 std::vector<bool> owned_pieces(const std::vector<ShardedModel::ParameterPiece>& pieces) {
   auto& group = world();
+  auto key_of = [](const ShardedModel::ParameterPiece& p) {  // the same piece has the same key
+    return p.name + '\t' + std::to_string(p.begin) + '\t' + std::to_string(p.master.numel());
+  };
   std::ostringstream mine;
-  for (const auto& p : pieces) mine << p.name << '\t' << p.begin << '\t' << p.master.numel() << '\n';
+  for (const auto& p : pieces) mine << key_of(p) << '\n';
   const auto all = dist::all_gather_strings(group, mine.str());
   std::map<std::string, std::vector<int>> holders;  // "name\tbegin\tcount" -> ranks, ascending
   for (int r = 0; r < group.size(); ++r) {
@@ -68,9 +71,7 @@ std::vector<bool> owned_pieces(const std::vector<ShardedModel::ParameterPiece>& 
   int turn = 0;
   for (const auto& [key, ranks] : holders) owner[key] = ranks[turn++ % ranks.size()];
   std::vector<bool> out;
-  for (const auto& p : pieces)
-    out.push_back(owner.at(p.name + '\t' + std::to_string(p.begin) + '\t' +
-                           std::to_string(p.master.numel())) == group.rank());
+  for (const auto& p : pieces) out.push_back(owner.at(key_of(p)) == group.rank());
   return out;
 }
 
