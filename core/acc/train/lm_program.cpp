@@ -33,7 +33,8 @@ constexpr const char* kUsage = R"(Trains on every rank of the job (accelerate la
 is the global batch, split over the data-parallel ranks; only rank 0 prints.
 options:
   --config_file FILE   accelerate config (distributed_type, fsdp_config, mixed_precision)
-                       [ACC_CONFIG_FILE, else one process's NO_SHARD]; with
+                       [ACC_CONFIG_FILE, else the default config `accelerate config`
+                       wrote, else one process's NO_SHARD]; with
                        TRANSFORMER_BASED_WRAP the model's own block class is wrapped
   --config NAME|FILE   model preset (tiny, small, ...) or YAML of config.json keys [tiny]
   --data DIR           folder with train.bin and val.bin [data/brown]
@@ -140,7 +141,8 @@ double validation_loss(models::Model& model, const data::DataLoader& val, int64_
   return n ? rank_mean(total / static_cast<double>(n)) : NAN;
 }
 
-// The accelerate config: --config_file, else ACC_CONFIG_FILE, else one process's defaults.
+// The accelerate config: --config_file, else Config::load() (ACC_CONFIG_FILE, the default
+// config, the defaults).
 // A transformer wrap policy, or none chosen at all, wraps this model's blocks; a size-based or
 // an explicit NO_WRAP policy is kept.
 Config load_config(const Options& o, const std::string& block_class) {
