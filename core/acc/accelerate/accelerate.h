@@ -23,6 +23,12 @@ struct Accelerated {
 Accelerated accelerate(std::shared_ptr<models::Model> model, const data::DataLoader& loader,
                        const Config& config);
 
+// The config with fsdp_sharding_strategy AUTO replaced by the least-communicating strategy
+// whose memory estimate (acc/estimate/memory_estimate.h) fits fsdp_memory_limit: NO_SHARD,
+// the hybrids on several nodes, SHARD_GRAD_OP, FULL_SHARD, then FULL_SHARD with activation
+// checkpointing. The choice and why are logged. Other configs come back unchanged.
+Config resolve_auto_strategy(Config config, const models::Model& model, const data::DataLoader& loader);
+
 // The strategy the config names, set up on the world group (for callers that wrap models
 // themselves, e.g. tests and benchmarks that compare strategies).
 std::unique_ptr<Strategy> make_strategy(const Config& config);

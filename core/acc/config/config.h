@@ -27,8 +27,10 @@ struct WrapCallable {
   bool operator==(const WrapCallable& other) const { return bool(*this) == bool(other); }
 };
 
-// FSDP's sharding strategies, numbered as in Hugging Face accelerate (1-5).
-enum class ShardingStrategy { FULL_SHARD = 1, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 };
+// FSDP's sharding strategies, numbered as in Hugging Face accelerate (1-5). AUTO is acc's: the
+// least-communicating strategy whose memory estimate fits fsdp_memory_limit, which
+// acc::accelerate() picks (it knows the model and the batch) before any strategy is made.
+enum class ShardingStrategy { FULL_SHARD = 1, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2, AUTO };
 enum class DistributedType { NO, FSDP, SPMD };
 enum class WrapPolicy { TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP };
 enum class BackwardPrefetch { BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH };
@@ -77,6 +79,9 @@ struct FsdpConfig {
   bool use_orig_params = true;
   bool flatten_parameters = true;  // TorchAcc's name; acc always flattens per unit
   bool reduce_bf16 = false;        // reduce gradients in bf16 (default f32, as PyTorch's MixedPrecision)
+  // Bytes one rank may use, AUTO's budget (fsdp_memory_limit: 8GiB); 0 = the rank's share of
+  // the machine's physical memory.
+  int64_t memory_limit = 0;
 
   // The policy that applies after the defaults above.
   WrapPolicy effective_wrap_policy() const;

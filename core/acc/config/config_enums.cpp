@@ -23,6 +23,7 @@ constexpr Spelling<ShardingStrategy> kShardingStrategies[] = {
     {ShardingStrategy::NO_SHARD, "NO_SHARD"},
     {ShardingStrategy::HYBRID_SHARD, "HYBRID_SHARD"},
     {ShardingStrategy::HYBRID_SHARD_ZERO2, "HYBRID_SHARD_ZERO2"},
+    {ShardingStrategy::AUTO, "AUTO"},
     // Hugging Face accelerate numbers them too (and older versions write only the number).
     {ShardingStrategy::FULL_SHARD, "1"},
     {ShardingStrategy::SHARD_GRAD_OP, "2"},

@@ -171,6 +171,12 @@ Section fsdp_keys(Config& c) {
       {"fsdp_use_orig_params", bool_key(f.use_orig_params)},
       {"fsdp_size", int_key(f.size, 0)},
       {"fsdp_reduce_dtype", named_bool_key(f.reduce_bf16, kReduceDtype)},
+      {"fsdp_memory_limit",
+       [&f](const YAML::Node& v, const std::string& key) {
+         const auto bytes = util::parse_bytes(scalar_as<std::string>(v, key, "a size"));
+         if (!bytes) bad_value(v, key, "a size such as 8GiB, 512MB or a number of bytes");
+         f.memory_limit = *bytes;
+       }},
       {"fsdp_version",
        [&c](const YAML::Node& v, const std::string& key) {
          if (scalar_as<int>(v, key, "an integer") != 1)
@@ -240,6 +246,7 @@ void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
   put(out, "fsdp_activation_checkpointing", f.activation_checkpointing);
   put(out, "fsdp_use_orig_params", f.use_orig_params);
   put(out, "fsdp_reduce_dtype", kReduceDtype.name(f.reduce_bf16));
+  if (f.memory_limit > 0) put(out, "fsdp_memory_limit", f.memory_limit);
   out << YAML::EndMap;
 }
 

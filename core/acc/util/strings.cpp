@@ -1,5 +1,8 @@
 #include "acc/util/strings.h"
 
+#include <cmath>
+#include <map>
+
 namespace acc::util {
 
 std::string trim(const std::string& s) {
@@ -17,6 +20,26 @@ std::optional<int> parse_int(const std::string& text) {
   }
   if (used != text.size()) return std::nullopt;
   return n;
+}
+
+std::optional<int64_t> parse_bytes(const std::string& text) {
+  static const std::map<std::string, double> units = {
+      {"", 1.0},       {"B", 1.0},       {"KB", 1e3},           {"MB", 1e6},
+      {"GB", 1e9},     {"TB", 1e12},     {"KIB", 1024.0},       {"MIB", 1048576.0},
+      {"GIB", 1073741824.0}, {"TIB", 1099511627776.0}};
+  const std::string t = trim(text);
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(t, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = trim(t.substr(used));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto it = units.find(unit);
+  if (it == units.end() || !(value > 0) || !std::isfinite(value)) return std::nullopt;
+  return static_cast<int64_t>(std::llround(value * it->second));
 }
 
 }  // namespace acc::util

@@ -12,24 +12,24 @@ constexpr int64_t kVocab = 512, kSeq = 16, kSide = 8;
 
 class TokenWindows final : public data::Dataset {
  public:
-  explicit TokenWindows(int64_t n) : n_(n) {}
+  TokenWindows(int64_t n, int64_t vocab, int64_t seq) : n_(n), vocab_(vocab), seq_(seq) {}
   int64_t size() const override { return n_; }
   data::Batch get_batch(std::span<const int64_t> idx, const data::EpochKey&) const override {
     std::vector<int32_t> ids, labels;
     for (int64_t i : idx) {
-      auto window = random_ints(kSeq + 1, 1000 + static_cast<uint64_t>(i), 0, kVocab);
+      auto window = random_ints(seq_ + 1, 1000 + static_cast<uint64_t>(i), 0, static_cast<int32_t>(vocab_));
       ids.insert(ids.end(), window.begin(), window.end() - 1);
       labels.insert(labels.end(), window.begin() + 1, window.end());
     }
     const int64_t b = static_cast<int64_t>(idx.size());
     data::Batch batch;
-    batch.set("input_ids", Tensor::from_vector_i32(ids, {b, kSeq}));
-    batch.set("labels", Tensor::from_vector_i32(labels, {b, kSeq}));
+    batch.set("input_ids", Tensor::from_vector_i32(ids, {b, seq_}));
+    batch.set("labels", Tensor::from_vector_i32(labels, {b, seq_}));
     return batch;
   }
 
  private:
-  int64_t n_;
+  int64_t n_, vocab_, seq_;
 };
 
 class Images final : public data::Dataset {
@@ -151,7 +151,11 @@ Config strategy_config(const std::string& strategy, const std::string& kind, boo
 
 std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples) {
   if (kind == "mlp") return std::make_shared<Images>(samples);
-  return std::make_shared<TokenWindows>(samples);
+  return make_token_dataset(samples, kVocab, kSeq);
+}
+
+std::shared_ptr<const data::Dataset> make_token_dataset(int64_t samples, int64_t vocab, int64_t seq) {
+  return std::make_shared<TokenWindows>(samples, vocab, seq);
 }
 
 RunResult run_accelerated(const std::string& kind, const Config& config, int64_t steps,

@@ -20,6 +20,8 @@ std::vector<std::string> block_classes(const std::string& kind);
 Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16 = false);
 // A dataset the family's forward accepts: random token windows or random images.
 std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples);
+// Random token windows of `seq` tokens below `vocab` (input_ids and the shifted labels).
+std::shared_ptr<const data::Dataset> make_token_dataset(int64_t samples, int64_t vocab, int64_t seq);
 
 struct RunResult {
   std::vector<float> losses;  // the global batch's mean loss per step

@@ -1,0 +1,147 @@
+#include "acc/estimate/memory_estimate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "acc/util/error.h"
+
+namespace acc::estimate {
+
+namespace {
+
+bool is_hybrid(ShardingStrategy s) {
+  return s == ShardingStrategy::HYBRID_SHARD || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
+}
+
+// Strategies that keep every unit gathered from its forward to its backward.
+bool keeps_units_gathered(ShardingStrategy s) {
+  return s == ShardingStrategy::SHARD_GRAD_OP || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
+}
+
+// Bytes of what a transformer block saves for backward, per token, in f32 elements (4 bytes).
+// The coefficients are what acc's ops keep, found by measuring each op (tests/train/
+// estimate_test.cpp checks them): GPT-2 keeps 17 C (bf16: 13.5 C: the matmul inputs are bf16)
+// plus attention's log-sum-exp (H) and the norms' statistics; Llama keeps 7 C + 3 I + 2 kv
+// (bf16: 2.5 I).
+double block_saved_per_token(const ModelShape& s, bool bf16) {
+  const auto C = static_cast<double>(s.hidden), I = static_cast<double>(s.intermediate),
+             kv = static_cast<double>(s.kv_hidden), H = static_cast<double>(s.heads);
+  if (s.family == Family::gpt2) return (bf16 ? 13.5 : 17.0) * C + H + (bf16 ? 5.0 : 4.0);
+  return 7.0 * C + (bf16 ? 2.5 : 3.0) * I + 2.0 * kv + H + (bf16 ? 3.0 : 2.0);
+}
+
+// Outside the blocks: the embeddings' sum and the final norm (2 C, bf16 1.5 C), the f32 logits
+// (V) and the loss's per-token statistics.
+double head_saved_per_token(const ModelShape& s, bool bf16) {
+  return (bf16 ? 1.5 : 2.0) * static_cast<double>(s.hidden) + static_cast<double>(s.vocab) + 3.0;
+}
+
+}  // namespace
+
+int shard_group_size(ShardingStrategy strategy, const Workload& w) {
+  if (strategy == ShardingStrategy::NO_SHARD) return 1;
+  if (is_hybrid(strategy)) return std::min(w.world, std::max(1, w.ranks_per_node));
+  return w.world;
+}
+
+int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t seq, bool bf16,
+                         bool activation_checkpointing) {
+  if (s.family == Family::other || batch_per_rank <= 0 || seq <= 0) return 0;
+  const auto tokens = static_cast<double>(batch_per_rank * seq);
+  const double block = tokens * block_saved_per_token(s, bf16);
+  const double head = tokens * head_saved_per_token(s, bf16);
+  // The head's backward holds the logits' gradient (in the compute dtype) and the head weight's
+  // f32 gradient; a tied head's gradient then waits for the embedding's, through every block.
+  const double logits_grad = tokens * static_cast<double>(s.vocab) * (bf16 ? 0.5 : 1.0);
+  const double head_weight_grad = static_cast<double>(s.vocab * s.hidden);
+  const bool tied = s.family == Family::gpt2;
+  const double tied_wait = tied ? head_weight_grad : 0.0;
+  // At the end the embedding's backward adds the tied weight's second gradient: three [V, C]
+  // f32 tensors at once (measured); with few tokens per rank this is the step's peak.
+  const double tied_end = tied ? 3.0 * head_weight_grad : 0.0;
+  // A block's backward holds its largest weight's f32 gradient and a few [T, C] gradients.
+  const double block_transient =
+      static_cast<double>(s.largest_block_matrix) + 3.0 * tokens * static_cast<double>(s.hidden);
+  const auto L = static_cast<double>(s.layers);
+  double elements = 0;
+  if (activation_checkpointing) {
+    // Each block keeps only its input; backward re-runs one block at a time.
+    const double kept = tokens * static_cast<double>(s.hidden) * L + head;
+    elements = std::max(kept + std::max(logits_grad + head_weight_grad, block + block_transient + tied_wait),
+                        tied_end);
+  } else {
+    elements = std::max(L * block + head + std::max(logits_grad + head_weight_grad, block_transient + tied_wait),
+                        tied_end);
+  }
+  return static_cast<int64_t>(4.0 * elements);
+}
+
+Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
+  Estimate e;
+  e.plan = plan;
+  const int n = shard_group_size(plan.strategy, w);
+  const double held = static_cast<double>(s.parameters) / n;
+  const double compute_elem = w.bf16 ? 2.0 : 4.0;
+  e.parameters = static_cast<int64_t>((w.bf16 ? 6.0 : 4.0) * held);
+  e.gradients = static_cast<int64_t>(4.0 * held);
+  e.optimizer_state = static_cast<int64_t>(8.0 * held);
+  if (n > 1) {
+    const bool per_block = w.wrap_blocks && s.layers > 0;
+    // FULL_SHARD holds the root unit for the whole step and a block plus the next one in flight;
+    // SHARD_GRAD_OP keeps everything it gathered until the block's backward.
+    const double units = !per_block || keeps_units_gathered(plan.strategy)
+                             ? static_cast<double>(s.parameters)
+                             : static_cast<double>(s.root_parameters() + 2 * s.block_parameters);
+    e.gathered = static_cast<int64_t>(compute_elem * units);
+  }
+  const int64_t per_rank_batch = w.batch / std::max(1, w.world);
+  e.activations = activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing);
+  // The OpenMPI plugin's shared-memory channel: two 512 KiB buffers per rank on the node.
+  if (w.world > 1) e.communication = (int64_t{1} << 20) * std::min(w.world, std::max(1, w.ranks_per_node));
+  return e;
+}
+
+std::vector<Plan> candidate_plans(const Workload& w) {
+  std::vector<Plan> plans{{ShardingStrategy::NO_SHARD, false}};
+  if (w.world > w.ranks_per_node && w.ranks_per_node > 1) {
+    plans.push_back({ShardingStrategy::HYBRID_SHARD_ZERO2, false});
+    plans.push_back({ShardingStrategy::HYBRID_SHARD, false});
+  }
+  plans.push_back({ShardingStrategy::SHARD_GRAD_OP, false});
+  plans.push_back({ShardingStrategy::FULL_SHARD, false});
+  plans.push_back({ShardingStrategy::FULL_SHARD, true});
+  return plans;
+}
+
+Choice choose(const ModelShape& shape, const Workload& w, int64_t limit_bytes) {
+  Choice choice;
+  for (const Plan& plan : candidate_plans(w)) {
+    choice.estimate = estimate(shape, plan, w);
+    choice.fits = choice.estimate.total() <= limit_bytes;
+    choice.reason += (choice.reason.empty() ? "" : "; ") + to_string(plan.strategy) +
+                     (plan.activation_checkpointing ? " + activation checkpointing" : "") + " needs " +
+                     format_bytes(choice.estimate.total()) + (choice.fits ? " <= " : " > ") +
+                     format_bytes(limit_bytes);
+    if (choice.fits) break;
+  }
+  return choice;
+}
+
+int64_t default_memory_limit(int ranks_per_node) {
+  const auto pages = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES));
+  const auto page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  return pages * page / std::max(1, ranks_per_node);
+}
+
+std::string format_bytes(int64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  char text[32];
+  if (b >= double(1 << 30)) std::snprintf(text, sizeof text, "%.2f GiB", b / double(1 << 30));
+  else if (b >= double(1 << 20)) std::snprintf(text, sizeof text, "%.1f MiB", b / double(1 << 20));
+  else std::snprintf(text, sizeof text, "%lld KiB", static_cast<long long>(bytes >> 10));
+  return text;
+}
+
+}  // namespace acc::estimate
