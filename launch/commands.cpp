@@ -2,6 +2,7 @@
 
 #include "config_command.h"
 #include "env_command.h"
+#include "estimate_memory_command.h"
 #include "launch_command.h"
 #include "merge_weights_command.h"
 #include "plot_command.h"
@@ -13,6 +14,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
       {"config", "write, show, validate or update an accelerate config", run_config},
       {"env", "describe this machine, acc and its plugins (for bug reports)", run_env},
+      {"estimate-memory", "per-rank memory of every strategy for a model, batch and rank count",
+       run_estimate_memory},
       {"launch", "run a program on N ranks through mpirun", run_launch},
       {"merge-weights", "consolidate a checkpoint into one Hugging Face .safetensors file",
        run_merge_weights},

@@ -131,6 +131,24 @@ spmd_config:
   EXPECT_TRUE(c.warnings.empty());
 }
 
+TEST(ConfigYaml, AutoStrategyAndMemoryLimitInAnyUnit) {
+  auto limit_of = [](const std::string& size) {
+    return Config::from_yaml("fsdp_config:\n  fsdp_memory_limit: " + size + "\n").dist.fsdp.memory_limit;
+  };
+  EXPECT_EQ(limit_of("8GiB"), int64_t{8} << 30);
+  EXPECT_EQ(limit_of("1.5 GB"), 1'500'000'000);
+  EXPECT_EQ(limit_of("512MiB"), int64_t{512} << 20);
+  EXPECT_EQ(limit_of("4096"), 4096);
+  EXPECT_EQ(limit_of("64kb"), 64'000);
+  for (const char* bad : {"lots", "8XB", "-1GiB", "0"}) {
+    EXPECT_NE(test::error_of([&] { limit_of(bad); }).find("fsdp_config.fsdp_memory_limit: bad value"), std::string::npos)
+        << bad;
+  }
+  const Config c = Config::from_yaml("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: auto\n");
+  EXPECT_EQ(c.dist.fsdp.sharding_strategy, ShardingStrategy::AUTO);
+  EXPECT_EQ(to_string(ShardingStrategy::AUTO), "AUTO");
+}
+
 TEST(ConfigYaml, MultiCpuIsAPlainRunWithoutWarning) {
   const Config c = Config::from_yaml("distributed_type: MULTI_CPU\nnum_processes: 4\n");
   EXPECT_EQ(c.dist.distributed_type, DistributedType::NO);
@@ -238,6 +256,7 @@ Config everything_set() {
   f.activation_checkpointing = true;
   f.use_orig_params = false;
   f.reduce_bf16 = true;
+  f.memory_limit = int64_t{3} << 30;
   f.ignored_modules = {"transformer.wpe", "lm_head"};
   c.dist.spmd = {{2, 4}, {"data", "model"}, "rules.yaml"};
   return c;

@@ -138,6 +138,7 @@ int64_t default_memory_limit(int ranks_per_node) {
 std::string format_bytes(int64_t bytes) {
   const auto b = static_cast<double>(bytes);
   char text[32];
+  if (bytes == 0) return "0";
   if (b >= double(1 << 30)) std::snprintf(text, sizeof text, "%.2f GiB", b / double(1 << 30));
   else if (b >= double(1 << 20)) std::snprintf(text, sizeof text, "%.1f MiB", b / double(1 << 20));
   else std::snprintf(text, sizeof text, "%lld KiB", static_cast<long long>(bytes >> 10));

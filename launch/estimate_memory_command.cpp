@@ -1,0 +1,143 @@
+#include "estimate_memory_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "acc/estimate/memory_estimate.h"
+#include "acc/util/error.h"
+#include "acc/util/strings.h"
+
+namespace acc::cli {
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: accelerate estimate-memory MODEL [options]
+
+Per-rank memory of one training step (AdamW) for every FSDP strategy, by the categories acc's
+allocator counts: parameters (f32 masters, bf16 copies), gradients, optimizer state, gathered
+units, activations and communication buffers. MODEL is a preset (gpt2-tiny, gpt2, gpt2-medium,
+gpt2-large, gpt2-xl, llama-tiny, llama-small), a model config YAML or a .safetensors file.
+
+  --num_processes N           ranks (default 1)
+  --ranks_per_node R          ranks on one machine (default N); the hybrids shard within one
+  --mixed_precision no|bf16   compute dtype (default no)
+  --batch B                   global batch in samples (default 8); each rank gets B / N
+  --seq T                     tokens per sample (default 1024)
+  --activation_checkpointing  each transformer block keeps only its input
+  --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the rank's share
+                              of this machine's memory)
+)";
+
+struct Options {
+  std::string model;
+  estimate::Workload workload{.world = 1, .ranks_per_node = 0, .batch = 8, .seq = 1024};
+  bool checkpointing = false;
+  int64_t memory_limit = 0;
+};
+
+int positive_int(const std::string& option, const std::string& value) {
+  const auto n = util::parse_int(value);
+  ACC_CHECK(n && *n > 0, option, ": expected a positive integer, got '", value, "'");
+  return *n;
+}
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      ACC_CHECK(i + 1 < args.size(), a, " needs a value\n", kUsage);
+      return args[++i];
+    };
+    if (a == "--num_processes") {
+      o.workload.world = positive_int(a, value());
+    } else if (a == "--ranks_per_node") {
+      o.workload.ranks_per_node = positive_int(a, value());
+    } else if (a == "--batch") {
+      o.workload.batch = positive_int(a, value());
+    } else if (a == "--seq") {
+      o.workload.seq = positive_int(a, value());
+    } else if (a == "--mixed_precision") {
+      const std::string& v = value();
+      ACC_CHECK(v == "no" || v == "bf16", a, ": expected no or bf16, got '", v, "'");
+      o.workload.bf16 = v == "bf16";
+    } else if (a == "--activation_checkpointing") {
+      o.checkpointing = true;
+    } else if (a == "--memory_limit") {
+      const std::string& v = value();
+      const auto bytes = util::parse_bytes(v);
+      ACC_CHECK(bytes, a, ": expected a size such as 8GiB or 512MB, got '", v, "'");
+      o.memory_limit = *bytes;
+    } else if (a == "--offload") {
+      ACC_FAIL("--offload: acc's FSDP plugin does not offload yet (fsdp_offload_params is not "
+               "implemented), so there is no offloaded run to estimate");
+    } else {
+      ACC_CHECK(a.rfind("--", 0) != 0, "unknown option '", a, "'\n", kUsage);
+      ACC_CHECK(o.model.empty(), "one MODEL expected, got '", o.model, "' and '", a, "'\n", kUsage);
+      o.model = a;
+    }
+  }
+  ACC_CHECK(!o.model.empty(), "MODEL is missing\n", kUsage);
+  if (o.workload.ranks_per_node == 0) o.workload.ranks_per_node = o.workload.world;
+  ACC_CHECK(o.workload.batch % o.workload.world == 0, "--batch ", o.workload.batch,
+            " must be a multiple of --num_processes ", o.workload.world, " (each rank gets an equal part)");
+  return o;
+}
+
+std::string row(const std::string& name, const std::vector<std::string>& cells) {
+  char first[40];
+  std::snprintf(first, sizeof first, "%-34s", name.c_str());
+  std::string out = first;
+  for (const auto& c : cells) {
+    char cell[16];
+    std::snprintf(cell, sizeof cell, "%12s", c.c_str());
+    out += cell;
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+int run_estimate_memory(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  const Options o = parse(args);
+  const auto shape = estimate::ModelShape::from_name(o.model);
+  const estimate::Workload& w = o.workload;
+  std::cout << o.model << ": " << shape.parameters << " parameters";
+  if (shape.family != estimate::Family::other)
+    std::cout << " (" << estimate::to_string(shape.family) << ", " << shape.layers << " blocks of "
+              << shape.block_parameters << ")";
+  std::cout << "\n" << w.world << " rank" << (w.world > 1 ? "s" : "") << " (" << w.ranks_per_node
+            << " per node), global batch " << w.batch << " x " << w.seq << " tokens, "
+            << (w.bf16 ? "bf16" : "f32") << " compute, AdamW; bytes per rank\n\n";
+  std::cout << row("strategy", {"parameters", "gradients", "optimizer", "gathered", "activations",
+                                "comm", "total"});
+  std::vector<ShardingStrategy> strategies = {ShardingStrategy::NO_SHARD, ShardingStrategy::SHARD_GRAD_OP,
+                                              ShardingStrategy::FULL_SHARD};
+  if (w.world > w.ranks_per_node && w.ranks_per_node > 1)
+    strategies.insert(strategies.begin() + 1, {ShardingStrategy::HYBRID_SHARD_ZERO2, ShardingStrategy::HYBRID_SHARD});
+  for (const ShardingStrategy s : strategies) {
+    const auto e = estimate::estimate(shape, {s, o.checkpointing}, w);
+    std::cout << row(to_string(s) + (o.checkpointing ? " + checkpointing" : ""),
+                     {estimate::format_bytes(e.parameters), estimate::format_bytes(e.gradients),
+                      estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
+                      estimate::format_bytes(e.activations), estimate::format_bytes(e.communication),
+                      estimate::format_bytes(e.total())});
+  }
+  const int64_t limit = o.memory_limit > 0 ? o.memory_limit : estimate::default_memory_limit(w.ranks_per_node);
+  const auto choice = estimate::choose(shape, w, limit);
+  const auto& plan = choice.estimate.plan;
+  std::cout << "\nAUTO (limit " << estimate::format_bytes(limit) << " per rank): "
+            << (choice.fits ? "" : "nothing fits; the least memory is ") << to_string(plan.strategy)
+            << (plan.activation_checkpointing ? " + activation checkpointing" : "") << "\n  "
+            << choice.reason << "\n";
+  if (shape.family == estimate::Family::other)
+    std::cout << "(activations are not modelled for this model: only GPT-2 and Llama)\n";
+  return 0;
+}
+
+}  // namespace acc::cli
