@@ -73,7 +73,8 @@ int run_env(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     std::cout << "- plugins: loading failed: " << e.what() << "\n";
   }
-  for (const auto& p : registry.loaded()) std::cout << "- plugin " << p.name << ": " << p.path << "\n";
+  for (const auto& p : registry.loaded())
+    std::cout << "- plugin " << p.name << ": " << p.path << " (plugin API version " << p.api_version << ")\n";
   std::cout << "- strategies:";
   for (const auto& n : registry.strategy_names()) std::cout << " " << n;
   std::cout << "\n- comm backends:";

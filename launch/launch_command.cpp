@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <ranges>
 #include <optional>
 #include <iostream>
 #include <thread>
@@ -26,11 +28,14 @@ namespace {
 
 const char* kUsage =
     "usage: accelerate launch [--num_processes N] [--config_file F] [--<config key> VALUE ...]\n"
-    "                         [--max_restarts K] [--dry_run] program [args...]\n"
+    "                         [--hostfile F | --hosts H1,H2] [--max_restarts K] [--dry_run]\n"
+    "                         program [args...]\n"
     "  --num_processes N  ranks to start on this machine (default: the config's num_processes)\n"
     "  --config_file F    accelerate config (YAML); default: the one `accelerate config` wrote\n"
     "  --<key> VALUE      any config key on top of the file, e.g. --mixed_precision bf16,\n"
     "                     --fsdp_sharding_strategy SHARD_GRAD_OP, --fsdp_state_dict_type FULL_STATE_DICT\n"
+    "  --num_machines M   machines; with --hostfile F (OpenMPI's format: 'host slots=N' per line)\n"
+    "                     or --hosts H1,H2: one mpirun here starts every rank, rank 0 on the first\n"
     "  --max_restarts K   start a failed job again up to K times (programs resume from checkpoints)\n"
     "  --dry_run          print the mpirun command and the config instead of running\n";
 
@@ -48,6 +53,9 @@ bool is_config_key(const std::string& name) {
   }
   return false;
 }
+
+// How long a machine's ssh port may take to answer before the launch gives up on it.
+constexpr int kHostTimeoutSeconds = 10;
 
 // mpirun's pid while it runs, for the signal handler.
 std::atomic<pid_t> g_mpirun{0};
@@ -102,6 +110,44 @@ class TempConfigFile {
   std::string path_;
 };
 
+// The machines: checked against num_machines, the main machine and the rank count.
+void resolve_hosts(const LaunchOptions& o, ResolvedLaunch& r) {
+  const int machines = r.config.dist.num_machines;
+  ACC_CHECK(o.hostfile.empty() || o.host_list.empty(), "--hostfile and --hosts both name the machines; give one");
+  ACC_CHECK(o.machine_rank == 0, "--machine_rank ", o.machine_rank,
+            ": acc starts the ranks of every machine from the main machine (machine_rank 0) with one "
+            "mpirun; run accelerate launch there only");
+  if (!o.hostfile.empty()) r.hosts = read_hostfile(o.hostfile);
+  if (!o.host_list.empty()) r.hosts = parse_host_list(o.host_list);
+  if (machines == 1 && r.hosts.empty()) return;
+  ACC_CHECK(!r.hosts.empty(), "num_machines is ", machines,
+            ": name the machines with --hostfile FILE (OpenMPI's format, 'host slots=N' per line) or "
+            "--hosts H1,H2");
+  ACC_CHECK(static_cast<int>(r.hosts.size()) == machines, "num_machines is ", machines, " but ",
+            o.hostfile.empty() ? "--hosts" : "the hostfile", " names ", r.hosts.size(), " machine",
+            r.hosts.size() == 1 ? "" : "s", "; give num_machines (--num_machines) to match");
+  ACC_CHECK(r.num_processes % machines == 0, "num_processes ", r.num_processes, " is not a multiple of num_machines ",
+            machines, " (every machine runs the same number of ranks)");
+  ACC_CHECK(o.main_process_ip.empty() || o.main_process_ip == r.hosts.front().name, "--main_process_ip ",
+            o.main_process_ip, ": rank 0 runs on the first machine listed (", r.hosts.front().name,
+            "); list ", o.main_process_ip, " first");
+  for (Host& h : r.hosts) {
+    if (h.slots == 0) h.slots = r.num_processes / machines;
+    ACC_CHECK(h.slots == r.num_processes / machines, "host '", h.name, "' has ", h.slots, " slots but each machine runs ",
+              r.num_processes / machines, " ranks (num_processes / num_machines)");
+  }
+}
+
+// Every ACC_* variable of this environment, so that ranks on other machines see them too.
+std::vector<std::string> acc_environment_names() {
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("ACC_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+  }
+  return names;
+}
+
 }  // namespace
 
 LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
@@ -130,6 +176,16 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
       ACC_CHECK(std::filesystem::is_regular_file(path), "--config_file '", path,
                 "' is not a file");
       o.config_file = std::filesystem::absolute(path).string();
+    } else if (name == "--hostfile") {
+      const std::string path = value_of(arg, name);
+      ACC_CHECK(std::filesystem::is_regular_file(path), "--hostfile '", path, "' is not a file");
+      o.hostfile = std::filesystem::absolute(path).string();
+    } else if (name == "--hosts") {
+      o.host_list = value_of(arg, name);
+    } else if (name == "--machine_rank") {
+      o.machine_rank = parse_count(value_of(arg, name), name, 0);
+    } else if (name == "--main_process_ip") {
+      o.main_process_ip = value_of(arg, name);
     } else if (name == "--dry_run") {
       o.dry_run = true;
     } else if (name == "--help") {
@@ -138,8 +194,9 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
     } else if (is_config_key(name.substr(2))) {
       o.overrides.emplace_back(name.substr(2), value_of(arg, name));
     } else {
-      ACC_FAIL("unknown option '", arg, "'; known: --num_processes, --config_file, --max_restarts, "
-               "--dry_run and every config key (see docs/config.md)\n", kUsage);
+      ACC_FAIL("unknown option '", arg, "'; known: --num_processes, --config_file, --hostfile, --hosts, "
+               "--machine_rank, --main_process_ip, --max_restarts, --dry_run and every config key "
+               "(see docs/config.md)\n", kUsage);
     }
   }
   o.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
@@ -173,20 +230,34 @@ ResolvedLaunch resolve_launch(const LaunchOptions& o) {
   if (o.num_processes > 0) r.config.dist.num_processes = o.num_processes;
   r.num_processes = r.config.dist.num_processes;
   r.config.validate();
+  resolve_hosts(o, r);
   return r;
 }
 
-std::vector<std::string> mpirun_args(const LaunchOptions& o, int num_processes, int cores,
+std::vector<std::string> mpirun_args(const LaunchOptions& o, const ResolvedLaunch& r, int cores,
                                      bool as_root) {
-  std::vector<std::string> a = {"-np", std::to_string(num_processes), "--tag-output"};
+  std::vector<std::string> a = {"-np", std::to_string(r.num_processes), "--tag-output"};
   if (as_root) a.push_back("--allow-run-as-root");  // mpirun refuses root without it
-  if (num_processes > cores) {
+  int per_machine = r.num_processes;
+  if (!r.hosts.empty()) {
+    std::string hosts;
+    for (const Host& h : r.hosts) hosts += (hosts.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
+    // Ranks per physical machine (a name listed twice, e.g. localhost in tests, is one machine).
+    std::map<std::string, int> ranks_on;
+    for (const Host& h : r.hosts) ranks_on[is_local_host(h.name) ? "" : h.name] += h.slots;
+    per_machine = std::ranges::max(ranks_on | std::views::values);
+    // ssh must fail rather than ask for a password or wait on a silent machine.
+    a.insert(a.end(), {"--host", hosts, "--mca", "plm_rsh_args", "-o BatchMode=yes -o ConnectTimeout=10"});
+  }
+  if (per_machine > cores) {
     a.insert(a.end(), {"--oversubscribe", "--bind-to", "none"});
   } else {
-    a.insert(a.end(), {"--map-by", "slot:PE=" + std::to_string(cores / num_processes),
+    a.insert(a.end(), {"--map-by", "slot:PE=" + std::to_string(cores / per_machine),
                        "--bind-to", "core"});
   }
   a.insert(a.end(), {"-x", "ACC_CONFIG_FILE", "-x", "ACC_RESTART_COUNT"});
+  for (const auto& name : acc_environment_names())
+    if (name != "ACC_CONFIG_FILE" && name != "ACC_RESTART_COUNT") a.insert(a.end(), {"-x", name});
   a.insert(a.end(), o.program.begin(), o.program.end());
   return a;
 }
@@ -195,15 +266,17 @@ int run_launch(const std::vector<std::string>& args) {
   const LaunchOptions o = parse_launch_args(args);
   const ResolvedLaunch r = resolve_launch(o);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto mpi_args = mpirun_args(o, r.num_processes, cores, geteuid() == 0);
-  std::cout << "accelerate launch: " << r.num_processes << " ranks, config from " << r.source
-            << ":\n" << r.config.to_yaml() << std::flush;
+  const auto mpi_args = mpirun_args(o, r, cores, geteuid() == 0);
+  std::cout << "accelerate launch: " << r.num_processes << " ranks";
+  if (!r.hosts.empty()) std::cout << " on " << r.hosts.size() << " machines";
+  std::cout << ", config from " << r.source << ":\n" << r.config.to_yaml() << std::flush;
   if (o.dry_run) {
     std::cout << "mpirun";
     for (const auto& a : mpi_args) std::cout << ' ' << a;
     std::cout << '\n';
     return 0;
   }
+  for (const Host& h : r.hosts) check_reachable(h, kHostTimeoutSeconds);
   // The ranks read exactly what was printed: the file itself when nothing was overridden.
   std::optional<TempConfigFile> resolved;
   if (!o.overrides.empty() || o.num_processes > 0 || o.config_file.empty()) resolved.emplace(r.config.to_yaml());

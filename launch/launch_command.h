@@ -9,13 +9,17 @@
 // (0 when all succeed). SIGINT/SIGTERM stop every rank. With --max_restarts K a failed job is
 // started again, up to K times, with ACC_RESTART_COUNT set (the training programs then resume
 // from their latest checkpoint).
-// Placement: more ranks than cores oversubscribes without binding; otherwise each rank is
-// bound to its own cores/N cores, the threads acc::init gives it.
+// Placement: more ranks per machine than cores oversubscribes without binding; otherwise each
+// rank is bound to its own share of the cores, the threads acc::init gives it.
+// Several machines (num_machines > 1): one mpirun on the main machine starts every rank, as
+// DeepSpeed's OpenMPI runner does; the machines come from --hostfile (OpenMPI's format) or
+// --hosts, rank 0 runs on the first, and each is checked to be reachable before mpirun starts.
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "acc/config/config.h"
+#include "hosts.h"
 
 namespace acc::cli {
 
@@ -25,6 +29,10 @@ struct LaunchOptions {
   std::vector<std::pair<std::string, std::string>> overrides;  // config key, value
   int max_restarts = 0;
   bool dry_run = false;     // print the mpirun command instead of running it
+  std::string hostfile;     // --hostfile, absolute
+  std::string host_list;    // --hosts h1,h2
+  int machine_rank = 0;     // accelerate's --machine_rank: only machine 0 launches
+  std::string main_process_ip;
   std::vector<std::string> program;  // program and its arguments
 };
 
@@ -36,12 +44,13 @@ struct ResolvedLaunch {
   Config config;
   std::string source;  // "configs/x.yaml + --mixed_precision bf16", "defaults", ...
   int num_processes = 1;
+  std::vector<Host> hosts;  // empty: this machine only
 };
 ResolvedLaunch resolve_launch(const LaunchOptions& options);
 
 // The arguments after "mpirun" for these options on a machine with `cores` cores.
-std::vector<std::string> mpirun_args(const LaunchOptions& options, int num_processes, int cores,
-                                     bool as_root);
+std::vector<std::string> mpirun_args(const LaunchOptions& options, const ResolvedLaunch& resolved,
+                                     int cores, bool as_root);
 int run_launch(const std::vector<std::string>& args);
 
 }  // namespace acc::cli

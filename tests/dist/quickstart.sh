@@ -1,9 +1,10 @@
 #!/bin/sh
-# quickstart.sh ACCELERATE QUICKSTART NP CONFIG: runs the quickstart program (the facade's user
-# loop) on NP ranks with an accelerate config, on a small token file made here, and checks that
-# it trained to a finite loss.
+# quickstart.sh ACCELERATE QUICKSTART NP CONFIG [LAUNCH OPTIONS...]: runs the quickstart program
+# (the facade's user loop) on NP ranks with an accelerate config and any further launch options,
+# on a small token file made here, and checks that it trained to a finite loss.
 set -eu
 accelerate=$1 program=$2 np=$3 config=$4
+shift 4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/data/brown"
@@ -17,7 +18,7 @@ with open(sys.argv[1], "wb") as f:
     f.write(struct.pack("<%dH" % n, *tokens))
 PY
 cd "$dir"
-out=$("$accelerate" launch --num_processes "$np" --config_file "$config" "$program" 2>&1) || {
+out=$("$accelerate" launch --num_processes "$np" --config_file "$config" "$@" "$program" 2>&1) || {
   echo "$out"
   exit 1
 }

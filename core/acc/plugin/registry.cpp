@@ -141,7 +141,7 @@ const LoadedPlugin& Registry::load_file_locked(const std::string& path_in) {
               info->name, "', which is already loaded from '", entry->info.path,
               "'; plugin names must be unique");
 
-  auto entry = std::make_unique<Entry>(Entry{{info->name, path}, std::move(library)});
+  auto entry = std::make_unique<Entry>(Entry{{info->name, path, info->api_version}, std::move(library)});
   loading_ = entry.get();
   try {
     info->register_plugin(*this);

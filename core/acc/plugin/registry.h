@@ -31,6 +31,7 @@ using StrategyFactory = std::function<std::unique_ptr<Strategy>()>;
 struct LoadedPlugin {
   std::string name;
   std::string path;
+  int api_version = 0;  // the plugin API it was built for (always this libacc's: checked at load)
 };
 
 class Registry {

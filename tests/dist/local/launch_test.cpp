@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 
 #include "error_matchers.h"
 #include "launch_command.h"
 #include "rank_output.h"
+#include "support/test_support.h"
 
 using namespace acc::cli;
 
@@ -54,11 +57,14 @@ TEST(Launch, AnFsdpKeyMakesADefaultConfigFsdp) {
 TEST(Launch, OversubscribesOnlyBeyondCoresAndAllowsRootOnlyForRoot) {
   LaunchOptions o;
   o.program = {"prog"};
-  const auto over = mpirun_args(o, 4, 2, false);
+  ResolvedLaunch r;
+  r.num_processes = 4;
+  const auto over = mpirun_args(o, r, 2, false);
   EXPECT_TRUE(has(over, "--oversubscribe"));
   EXPECT_FALSE(has(over, "--allow-run-as-root"));
   EXPECT_TRUE(has(over, "--tag-output"));
-  const auto fit = mpirun_args(o, 2, 4, true);
+  r.num_processes = 2;
+  const auto fit = mpirun_args(o, r, 4, true);
   EXPECT_FALSE(has(fit, "--oversubscribe"));
   EXPECT_TRUE(has(fit, "slot:PE=2"));  // each rank gets its share of cores
   EXPECT_TRUE(has(fit, "--allow-run-as-root"));
@@ -76,3 +82,67 @@ TEST(Launch, RewritesMpirunTagsToRankPrefixes) {
   EXPECT_FALSE(parse_tagged_line("[warn] something"));
   EXPECT_FALSE(parse_tagged_line("[1,x]<stdout>:a"));
 }
+
+namespace {
+
+std::string write_hostfile(const std::string& text) {
+  const auto path = acc::test::fresh_dir("hostfile") / "hosts";
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(LaunchMachines, HostfileAndHostListAreRead) {
+  const auto hosts = read_hostfile(write_hostfile("# cluster\nnode-a slots=4\n\nnode-b   # spare\n"));
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].name, "node-a");
+  EXPECT_EQ(hosts[0].slots, 4);
+  EXPECT_EQ(hosts[1].slots, 0);
+  const auto listed = parse_host_list("node-a:2, node-b:2");
+  EXPECT_EQ(listed[1].name, "node-b");
+  EXPECT_EQ(listed[1].slots, 2);
+  EXPECT_ACC_ERROR(read_hostfile(write_hostfile("node-a cpus=4\n")), {"line 1", "'cpus=4' is not understood"});
+  EXPECT_ACC_ERROR(read_hostfile(write_hostfile("node-a slots=x\n")), {"slots 'x'"});
+  EXPECT_ACC_ERROR(read_hostfile(write_hostfile("# nothing\n")), {"names no host"});
+}
+
+TEST(LaunchMachines, OneMpirunOverEveryMachine) {
+  const auto o = parse_launch_args({"--num_machines", "2", "--num_processes", "4", "--hosts", "node-a,node-b",
+                                    "--main_process_ip", "node-a", "prog"});
+  const auto r = resolve_launch(o);
+  ASSERT_EQ(r.hosts.size(), 2u);
+  EXPECT_EQ(r.hosts[1].slots, 2);  // num_processes / num_machines
+  const auto args = mpirun_args(o, r, 2, false);
+  EXPECT_TRUE(has(args, "node-a:2,node-b:2"));
+  EXPECT_TRUE(has(args, "-o BatchMode=yes -o ConnectTimeout=10"));
+  EXPECT_TRUE(has(args, "slot:PE=1"));  // two ranks on each two-core machine
+}
+
+TEST(LaunchMachines, InconsistentMachinesAreNamed) {
+  auto resolve = [](std::vector<std::string> args) {
+    args.push_back("prog");
+    return resolve_launch(parse_launch_args(args));
+  };
+  EXPECT_ACC_ERROR(resolve({"--num_machines", "2", "--num_processes", "2"}), {"--hostfile FILE", "--hosts"});
+  EXPECT_ACC_ERROR(resolve({"--num_machines", "3", "--num_processes", "3", "--hosts", "a,b"}),
+                   {"num_machines is 3 but --hosts names 2 machines"});
+  EXPECT_ACC_ERROR(resolve({"--num_machines", "2", "--num_processes", "3", "--hosts", "a,b"}),
+                   {"not a multiple of num_machines 2"});
+  EXPECT_ACC_ERROR(resolve({"--num_machines", "2", "--num_processes", "4", "--hosts", "a:3,b"}),
+                   {"host 'a' has 3 slots but each machine runs 2 ranks"});
+  EXPECT_ACC_ERROR(resolve({"--num_machines", "2", "--num_processes", "2", "--hosts", "a,b", "--main_process_ip", "b"}),
+                   {"rank 0 runs on the first machine listed (a); list b first"});
+  EXPECT_ACC_ERROR(resolve({"--machine_rank", "1", "--num_processes", "2"}), {"run accelerate launch there only"});
+}
+
+TEST(LaunchMachines, AnUnreachableHostIsNamed) {
+  EXPECT_NO_THROW(check_reachable({"localhost", 1}, 1));
+  EXPECT_ACC_ERROR(check_reachable({"acc-no-such-host.invalid", 1}, 1),
+                   {"host 'acc-no-such-host.invalid' cannot be reached: its name does not resolve"});
+  // An address nobody answers on (TEST-NET-1, RFC 5737): refused, unreachable or silent, the
+  // error names it within the timeout.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_ACC_ERROR(check_reachable({"192.0.2.1", 1}, 1), {"host '192.0.2.1' cannot be reached: its ssh port 22"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+}  // namespace
