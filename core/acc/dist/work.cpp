@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "acc/util/error.h"
+#include "acc/util/profiler.h"
 
 namespace acc::dist {
 
@@ -16,6 +17,7 @@ bool Work::is_completed() const {
 }
 
 void Work::wait(std::optional<std::chrono::duration<double>> timeout) {
+  ACC_PROFILE("comm.wait");  // communication the caller was exposed to (not hidden by compute)
   // A collective often completes within microseconds: poll briefly before sleeping, since
   // waking a sleeping thread costs several microseconds here.
   const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;

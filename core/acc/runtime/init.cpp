@@ -10,6 +10,7 @@
 #include "acc/runtime/threads.h"
 #include "acc/util/error.h"
 #include "acc/util/log.h"
+#include "acc/util/profiler.h"
 
 namespace acc {
 namespace {
@@ -68,6 +69,7 @@ void init(int /*argc*/, char** /*argv*/) {
             g_world->size(), " but the environment says rank ", g_topology.rank, " of ",
             g_topology.world_size);
   runtime::set_num_threads(runtime::default_num_threads(g_topology.local_size));
+  if (const char* p = std::getenv("ACC_PROFILE"); p && std::string(p) == "1") profiler::enable(true);
   memory::share_cache_among(g_topology.local_size);
   g_initialized = true;
   static const bool registered = (std::atexit(shutdown), true);
@@ -84,6 +86,10 @@ bool initialized() {
 }
 
 void shutdown() {
+  if (profiler::enabled()) {
+    log::info("profile (ACC_PROFILE=1), time in marked ops of this rank's threads:\n{}", profiler::report());
+    profiler::enable(false);
+  }
   std::shared_ptr<dist::ProcessGroup> world;
   {
     std::lock_guard lock(g_mutex);

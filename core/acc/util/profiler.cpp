@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -45,6 +46,21 @@ std::vector<Entry> snapshot() {
     for (const auto& [name, e] : totals().by_name) out.push_back(e);
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+std::string report(size_t top) {
+  const auto entries = snapshot();
+  double total = 0;
+  for (const auto& e : entries) total += e.seconds;
+  std::string out;
+  char line[160];
+  for (size_t i = 0; i < std::min(top, entries.size()); ++i) {
+    const Entry& e = entries[i];
+    std::snprintf(line, sizeof line, "  %-30s %10.1f ms %5.1f%% %8lld calls\n", e.name.c_str(), 1e3 * e.seconds,
+                  total > 0 ? 100.0 * e.seconds / total : 0.0, static_cast<long long>(e.calls));
+    out += line;
+  }
   return out;
 }
 

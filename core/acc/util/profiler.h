@@ -20,6 +20,8 @@ struct Entry {
 };
 // Entries sorted by time, largest first.
 std::vector<Entry> snapshot();
+// The `top` largest entries as a table: name, total ms, share of all marked time, calls.
+std::string report(size_t top = 20);
 
 class Scope {
  public:
