@@ -77,4 +77,11 @@ std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::pa
   return dir;
 }
 
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
+  if (std::filesystem::is_regular_file(path / kManifestFile)) return path;
+  const bool latest_file = path.filename() == kLatestFile && std::filesystem::is_regular_file(path);
+  if (auto dir = latest_checkpoint(latest_file ? path.parent_path() : path)) return *dir;
+  return path;  // not a checkpoint: the reader's error names it
+}
+
 }  // namespace acc::checkpoint

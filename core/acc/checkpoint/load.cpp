@@ -120,7 +120,8 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
 
 }  // namespace
 
-Position load_state(const std::filesystem::path& dir, TrainingState& state) {
+Position load_state(const std::filesystem::path& named, TrainingState& state) {
+  const std::filesystem::path dir = resolve_checkpoint(named);
   ACC_CHECK(state.model != nullptr, "load_state: TrainingState.model is required");
   autograd::NoGradGuard no_grad;
   auto& group = world();

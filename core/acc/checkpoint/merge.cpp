@@ -9,9 +9,10 @@
 
 namespace acc::checkpoint {
 
-void merge_weights(const std::filesystem::path& dir, const std::filesystem::path& out, DType dtype) {
+void merge_weights(const std::filesystem::path& named, const std::filesystem::path& out, DType dtype) {
   ACC_CHECK(dtype == DType::f32 || dtype == DType::bf16, "merge_weights: --dtype must be f32 or "
             "bf16, got ", dtype_name(dtype));
+  const std::filesystem::path dir = resolve_checkpoint(named);
   const Manifest manifest = read_manifest(dir);
   PieceReader pieces(dir, manifest);
   std::vector<std::pair<std::string, const TensorRecord*>> params;

@@ -9,6 +9,7 @@
 #include "../fsdp/fsdp_fixtures.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/models/checkpoint.h"
+#include "support/test_support.h"
 #include "trainer.h"
 
 namespace acc::test {
@@ -71,6 +72,19 @@ TEST(Checkpoint, LoadsUnderAnotherStrategy) {
     for (int64_t i = 0; i < kK; ++i)
       EXPECT_NEAR(rest[i], all[kK + i], 1e-5 * std::abs(all[kK + i])) << other << " step " << i;
   }
+}
+
+// A checkpoint can be named by its step directory, its root or the root's `latest` file.
+TEST(Checkpoint, ResolvesARootOrItsLatestFileToTheStepDirectory) {
+  const auto root = fresh_dir("resolve");
+  std::filesystem::create_directories(root / "step_000002");
+  std::ofstream(root / "step_000002" / "manifest.json") << "{}";
+  std::ofstream(root / "latest") << "step_000002\n";
+  EXPECT_EQ(checkpoint::resolve_checkpoint(root), root / "step_000002");
+  EXPECT_EQ(checkpoint::resolve_checkpoint(root / "latest"), root / "step_000002");
+  EXPECT_EQ(checkpoint::resolve_checkpoint(root / "step_000002"), root / "step_000002");
+  EXPECT_EQ(checkpoint::resolve_checkpoint(root / "nothing"), root / "nothing");  // the reader names it
+  std::filesystem::remove_all(root);
 }
 
 // merge_weights gives one Hugging Face file (Conv1D weights [in, out]) that models::load_model
