@@ -1,7 +1,9 @@
 #include "fsdp_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "acc/autograd/engine.h"
 #include "acc/autograd/function.h"
@@ -39,6 +41,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
     }
   }
   for (size_t u = 0; u < units_.size(); ++u) hook_unit(u);
+  checkpoint_listed_modules();
   for (auto& unit : units_) unit->release();  // between steps only shards are held
 }
 
@@ -67,7 +70,8 @@ void FsdpModel::hook_unit(size_t u) {
         unit.gather();
         // Summoned, or a recomputation in backward: the unit stays gathered.
         if (summoned_ || autograd::in_backward()) return inner(x);
-        Tensor y = options_.activation_checkpointing ? autograd::checkpoint(inner, x) : inner(x);
+        const bool checkpointed = options_.activation_checkpointing || listed_for_checkpointing(*call_boundaries_[u]);
+        Tensor y = checkpointed ? autograd::checkpoint(inner, x) : inner(x);
         if (!options_.reshard_after_forward) return y;
         // Runs before any node of this unit's backward: every one of them feeds y.
         if (auto node = y.grad_fn())
@@ -78,6 +82,33 @@ void FsdpModel::hook_unit(size_t u) {
         unit.release();
         return y;
       }));
+}
+
+bool FsdpModel::listed_for_checkpointing(const nn::Module& m) const {
+  const auto& listed = options_.checkpoint_classes;
+  return std::find(listed.begin(), listed.end(), m.type_name()) != listed.end();
+}
+
+// Listed modules that are not units get a wrapper of their own; units are checkpointed by
+// their unit wrapper, which also gathers them.
+void FsdpModel::checkpoint_listed_modules() {
+  if (options_.checkpoint_classes.empty()) return;
+  std::set<std::string> present;
+  for (auto& [name, m] : module().named_modules()) {
+    present.insert(m->type_name());
+    if (!listed_for_checkpointing(*m) ||
+        std::find(call_boundaries_.begin(), call_boundaries_.end(), m) != call_boundaries_.end())
+      continue;
+    hooks_.push_back(m->add_call_wrapper([](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+      return autograd::in_backward() ? inner(x) : autograd::checkpoint(inner, x);
+    }));
+  }
+  for (const auto& cls : options_.checkpoint_classes) {
+    std::string classes;
+    for (const auto& c : present) classes += (classes.empty() ? "" : ", ") + c;
+    ACC_CHECK(present.count(cls), "fsdp_activation_checkpointing: no module of class '", cls, "' in ",
+              module().type_name(), " (its classes: ", classes, ")");
+  }
 }
 
 void FsdpModel::first_gradient(size_t u) {

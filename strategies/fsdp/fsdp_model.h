@@ -30,6 +30,8 @@ struct EngineOptions {
   // Each unit but the root keeps only its input; backward re-runs its forward (re-gathered
   // first under FULL_SHARD) and then its backward.
   bool activation_checkpointing = false;
+  // Modules of these classes keep only their input too, whether they are units or inside one.
+  std::vector<std::string> checkpoint_classes;
   bool reduce_bf16 = false;  // fsdp_reduce_dtype: bf16
 };
 
@@ -69,6 +71,8 @@ class FsdpModel final : public ShardedModel {
 
   EngineOptions options_;
   std::vector<std::unique_ptr<FlatUnit>> units_;  // the root last
+  bool listed_for_checkpointing(const nn::Module& m) const;
+  void checkpoint_listed_modules();
   std::vector<nn::Module*> call_boundaries_;      // per unit; null: gathered by forward(batch)
   std::vector<Piece> pieces_;
   std::vector<autograd::HookHandle> hooks_;

@@ -65,7 +65,7 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   EngineOptions options{name(), {shard_group_, replicate_group_}, {self_group_, world()},
                         setting_ == ShardingStrategy::FULL_SHARD || setting_ == ShardingStrategy::HYBRID_SHARD,
                         bf16 ? DType::bf16 : DType::f32, fsdp.activation_checkpointing,
-                        fsdp.reduce_bf16};
+                        fsdp.activation_checkpointing_cls, fsdp.reduce_bf16};
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
              shard_size_, replicate_group_->size());
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));

@@ -149,6 +149,18 @@ TEST(ConfigYaml, AutoStrategyAndMemoryLimitInAnyUnit) {
   EXPECT_EQ(to_string(ShardingStrategy::AUTO), "AUTO");
 }
 
+TEST(ConfigYaml, ActivationCheckpointingIsABoolOrClasses) {
+  auto read = [](const std::string& value) {
+    return Config::from_yaml("fsdp_config:\n  fsdp_activation_checkpointing: " + value + "\n").dist.fsdp;
+  };
+  EXPECT_TRUE(read("true").activation_checkpointing);
+  EXPECT_TRUE(read("true").activation_checkpointing_cls.empty());
+  EXPECT_EQ(read("[GPT2MLP, GPT2Block]").activation_checkpointing_cls,
+            (std::vector<std::string>{"GPT2MLP", "GPT2Block"}));
+  EXPECT_EQ(read("GPT2MLP,LlamaMLP").activation_checkpointing_cls, (std::vector<std::string>{"GPT2MLP", "LlamaMLP"}));
+  EXPECT_FALSE(read("GPT2MLP").activation_checkpointing);
+}
+
 TEST(ConfigYaml, MultiCpuIsAPlainRunWithoutWarning) {
   const Config c = Config::from_yaml("distributed_type: MULTI_CPU\nnum_processes: 4\n");
   EXPECT_EQ(c.dist.distributed_type, DistributedType::NO);
@@ -257,6 +269,8 @@ Config everything_set() {
   f.use_orig_params = false;
   f.reduce_bf16 = true;
   f.memory_limit = int64_t{3} << 30;
+  f.activation_checkpointing = false;
+  f.activation_checkpointing_cls = {"GPT2MLP", "GPT2Attention"};
   f.ignored_modules = {"transformer.wpe", "lm_head"};
   c.dist.spmd = {{2, 4}, {"data", "model"}, "rules.yaml"};
   return c;

@@ -75,7 +75,9 @@ struct FsdpConfig {
   StateDictType state_dict_type = StateDictType::SHARDED_STATE_DICT;
   bool sync_module_states = false;
   bool cpu_ram_efficient_loading = false;
-  bool activation_checkpointing = false;
+  bool activation_checkpointing = false;  // every unit but the root
+  // fsdp_activation_checkpointing: [GPT2MLP, ...]: modules of these classes, units or not.
+  std::vector<std::string> activation_checkpointing_cls;
   bool use_orig_params = true;
   bool flatten_parameters = true;  // TorchAcc's name; acc always flattens per unit
   bool reduce_bf16 = false;        // reduce gradients in bf16 (default f32, as PyTorch's MixedPrecision)

@@ -167,7 +167,17 @@ Section fsdp_keys(Config& c) {
       {"fsdp_state_dict_type", enum_key(f.state_dict_type, parse_state_dict_type)},
       {"fsdp_sync_module_states", bool_key(f.sync_module_states)},
       {"fsdp_cpu_ram_efficient_loading", bool_key(f.cpu_ram_efficient_loading)},
-      {"fsdp_activation_checkpointing", bool_key(f.activation_checkpointing)},
+      {"fsdp_activation_checkpointing",
+       [&f](const YAML::Node& v, const std::string& key) {
+         bool every_unit = false;  // true/false, or the classes to checkpoint
+         if (v.IsScalar() && YAML::convert<bool>::decode(v, every_unit)) {
+           f.activation_checkpointing = every_unit;
+           f.activation_checkpointing_cls.clear();
+         } else {
+           class_list_key(f.activation_checkpointing_cls)(v, key);
+           f.activation_checkpointing = false;
+         }
+       }},
       {"fsdp_use_orig_params", bool_key(f.use_orig_params)},
       {"fsdp_size", int_key(f.size, 0)},
       {"fsdp_reduce_dtype", named_bool_key(f.reduce_bf16, kReduceDtype)},
@@ -243,7 +253,10 @@ void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
   put(out, "fsdp_state_dict_type", to_string(f.state_dict_type));
   put(out, "fsdp_sync_module_states", f.sync_module_states);
   put(out, "fsdp_cpu_ram_efficient_loading", f.cpu_ram_efficient_loading);
-  put(out, "fsdp_activation_checkpointing", f.activation_checkpointing);
+  if (f.activation_checkpointing_cls.empty())
+    put(out, "fsdp_activation_checkpointing", f.activation_checkpointing);
+  else
+    put(out, "fsdp_activation_checkpointing", YAML::Flow, f.activation_checkpointing_cls);
   put(out, "fsdp_use_orig_params", f.use_orig_params);
   put(out, "fsdp_reduce_dtype", kReduceDtype.name(f.reduce_bf16));
   if (f.memory_limit > 0) put(out, "fsdp_memory_limit", f.memory_limit);

@@ -5,6 +5,7 @@
 
 #include "acc/memory/allocator.h"
 #include "fsdp_fixtures.h"
+#include "support/test_support.h"
 
 namespace acc::test {
 namespace {
@@ -22,6 +23,30 @@ TEST_P(ActivationCheckpointing, TrainsBitForBitAsWithout) {
   EXPECT_EQ(recomputed.losses, plain.losses);
   EXPECT_EQ(recomputed.norms, plain.norms);
   EXPECT_EQ(recomputed.params, plain.params);
+}
+
+// fsdp_activation_checkpointing as a class list: modules of those classes, inside a unit
+// (GPT2MLP, LlamaMLP) or units themselves (GPT2Block), the same bits again.
+TEST(ActivationCheckpointingByClass, TrainsBitForBitAsWithout) {
+  for (const auto& [kind, classes, bf16] :
+       {std::tuple<std::string, std::vector<std::string>, bool>{"gpt2", {"GPT2MLP"}, false},
+        {"gpt2", {"GPT2MLP", "GPT2Block"}, true},
+        {"llama", {"LlamaMLP"}, false}}) {
+    Config config = strategy_config("FULL_SHARD", kind, bf16);
+    const RunResult plain = run_accelerated(kind, config, 3, 8);
+    config.dist.fsdp.activation_checkpointing_cls = classes;
+    const RunResult recomputed = run_accelerated(kind, config, 3, 8);
+    EXPECT_EQ(recomputed.losses, plain.losses) << kind << " " << classes.front();
+    EXPECT_EQ(recomputed.params, plain.params) << kind << " " << classes.front();
+  }
+}
+
+TEST(ActivationCheckpointingByClass, AnAbsentClassIsNamed) {
+  Config config = strategy_config("FULL_SHARD", "gpt2");
+  config.dist.fsdp.activation_checkpointing_cls = {"GPT2Mlp"};
+  EXPECT_NE(error_of([&] { run_accelerated("gpt2", config, 1, 8); })
+                .find("no module of class 'GPT2Mlp' in GPT2LMHeadModel (its classes: "),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -55,11 +80,12 @@ class LongWindows final : public data::Dataset {
 
 // GPT-2 tiny's blocks (4 of width 128) at its full context, batch 16 x 256: the activation
 // peak of one step.
-int64_t activation_peak(bool checkpointing) {
+int64_t activation_peak(bool checkpointing, std::vector<std::string> classes = {}) {
   Config config;
   config.dist.distributed_type = DistributedType::FSDP;
   config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
   config.dist.fsdp.activation_checkpointing = checkpointing;
+  config.dist.fsdp.activation_checkpointing_cls = std::move(classes);
   auto c = models::GPT2Config::tiny();
   c.vocab_size = 512;  // the head's logits are no unit's: keep them from dominating
   data::DataLoader loader(std::make_shared<LongWindows>(), {.batch_size = 16, .prefetch = 0});
@@ -75,6 +101,12 @@ TEST(ActivationCheckpointing, HoldsAFractionOfTheActivations) {
   std::printf("activation peak per rank: %.2f MB without, %.2f MB with checkpointing (%.2fx)\n",
               without / 1e6, with / 1e6, static_cast<double>(with) / static_cast<double>(without));
   EXPECT_LE(static_cast<double>(with), 0.4 * static_cast<double>(without));
+  // Only the MLPs: their 4C-wide hidden activations go, the attention's stay.
+  const int64_t mlp_only = activation_peak(false, {"GPT2MLP"});
+  std::printf("with only GPT2MLP checkpointed: %.2f MB (%.2fx)\n", mlp_only / 1e6,
+              static_cast<double>(mlp_only) / static_cast<double>(without));
+  EXPECT_LT(mlp_only, without * 3 / 4);
+  EXPECT_GT(mlp_only, with);
 }
 
 }  // namespace
