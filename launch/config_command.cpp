@@ -5,8 +5,12 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
+#include <yaml-cpp/yaml.h>
+
+#include "acc/io/atomic_file.h"
 #include "acc/kernels/matmul.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
@@ -73,14 +77,70 @@ class Dialogue {
   std::ostream& out_;
 };
 
-void write_config(const Config& c, const std::string& path) {
+void write_text(const std::string& text, const std::string& path) {
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::ofstream out(p);
-  ACC_CHECK(out.is_open(), "cannot write ", path);
-  out << c.to_yaml();
-  ACC_CHECK(out.good(), "writing ", path, " failed");
+  io::write_file_atomically(p, [&](std::ostream& out) { out << text; });
 }
+
+void write_config(const Config& c, const std::string& path) { write_text(c.to_yaml(), path); }
+
+// The lines of `text`, each with its end of line.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line + "\n");
+  return lines;
+}
+
+// "key:" at the start of a line (after `indent` spaces): the key, else empty.
+std::string key_at(const std::string& line, size_t indent) {
+  if (line.size() <= indent || line.compare(0, indent, std::string(indent, ' ')) != 0) return "";
+  const std::string rest = line.substr(indent);
+  if (rest.empty() || rest[0] == ' ' || rest[0] == '#' || rest[0] == '-') return "";
+  const auto colon = rest.find(':');
+  return colon == std::string::npos ? "" : rest.substr(0, colon);
+}
+
+}  // namespace
+
+std::string add_missing_keys(const std::string& text, const std::string& full) {
+  const YAML::Node have = YAML::Load(text);
+  std::vector<std::string> out = lines_of(text);
+  if (!out.empty() && out.back().back() != '\n') out.back() += "\n";
+  std::string appended;
+  const auto full_lines = lines_of(full);
+  for (size_t i = 0; i < full_lines.size(); ++i) {
+    const std::string key = key_at(full_lines[i], 0);
+    if (key.empty()) continue;
+    size_t end = i + 1;  // the key's block: it and its indented lines
+    while (end < full_lines.size() && key_at(full_lines[end], 0).empty()) ++end;
+    if (!have[key]) {  // a whole key (or section) the file lacks
+      for (size_t j = i; j < end; ++j) appended += full_lines[j];
+    } else if (have[key].IsMap()) {
+      // Section keys the file lacks go after the section's last line in the file.
+      std::string missing;
+      for (size_t j = i + 1; j < end; ++j) {
+        const std::string sub = key_at(full_lines[j], 2);
+        if (!sub.empty() && !have[key][sub]) missing += full_lines[j];
+      }
+      if (!missing.empty()) {
+        size_t at = 0;
+        while (at < out.size() && key_at(out[at], 0) != key) ++at;
+        size_t last = at;
+        for (size_t j = at + 1; j < out.size() && key_at(out[j], 0).empty(); ++j)
+          if (!util::trim(out[j]).empty() && util::trim(out[j])[0] != '#') last = j;
+        out.insert(out.begin() + static_cast<std::ptrdiff_t>(last + 1), missing);
+      }
+    }
+    i = end - 1;
+  }
+  std::string result;
+  for (const auto& line : out) result += line;
+  return result + appended;
+}
+
+namespace {
 
 // --config_file F, or the default path.
 std::string config_path(const std::vector<std::string>& args, size_t from) {
@@ -199,8 +259,13 @@ int run_config(const std::vector<std::string>& args) {
   if (sub == "update") {
     const std::string path = config_path(args, 1);
     const Config c = Config::from_file(path);
-    write_config(c, path);
-    std::cout << "updated " << path << " (every key this acc knows, your values kept)\n";
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string updated = add_missing_keys(text, c.to_yaml());
+    ACC_CHECK(Config::from_yaml(updated, path).dist == c.dist && Config::from_yaml(updated, path).compute == c.compute,
+              "config update: adding the missing keys to ", path, " would change its meaning; file left as it was");
+    write_text(updated, path);
+    std::cout << "updated " << path << " (keys this acc knows added; your lines and comments kept)\n";
     return 0;
   }
   const std::string path = config_path(args, 0);

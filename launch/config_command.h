@@ -5,7 +5,8 @@
 //   accelerate config --default [--config_file F]   no questions: this machine's cores, bf16 if native
 //   accelerate config show [F]             the config launch would use
 //   accelerate config validate F           every problem, one per line; exit 1 if any
-//   accelerate config update [F]           rewrites F with every key this acc knows, values kept
+//   accelerate config update [F]           adds the keys this acc knows that F lacks, with their
+//                                          defaults; F's own lines and comments stay as they are
 // F defaults to Config::default_path() (~/.cache/acc/default_config.yaml).
 #include <iosfwd>
 #include <string>
@@ -27,6 +28,11 @@ Config ask_config(std::istream& in, std::ostream& out, const Machine& machine);
 Config default_config(const Machine& machine);
 // Every problem of a config file, one line each (empty: none).
 std::vector<std::string> config_problems(const std::string& path);
+
+// `text` (a config file) with every key of `full` it lacks added, with full's value: top-level
+// keys at the end, section keys (fsdp_config.*) at the end of their section. Nothing of `text`
+// is changed or reordered, comments included.
+std::string add_missing_keys(const std::string& text, const std::string& full);
 
 int run_config(const std::vector<std::string>& args);
 

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "acc/util/error.h"
 #include "config_command.h"
 
@@ -81,3 +83,39 @@ TEST(ConfigCommand, ValidateListsEveryProblem) {
   EXPECT_TRUE(config_problems(ACC_SOURCE_DIR "/configs/fsdp_full_shard.yaml").empty());
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+// accelerate config update adds what a file lacks and keeps the user's lines, comments included.
+TEST(ConfigCommand, UpdateAddsMissingKeysAndKeepsComments) {
+  const std::string old_file =
+      "# my cluster's config\n"
+      "distributed_type: FSDP  # sharded\n"
+      "fsdp_config:\n"
+      "  # half the ranks' memory\n"
+      "  fsdp_sharding_strategy: SHARD_GRAD_OP\n"
+      "\n"
+      "  fsdp_transformer_layer_cls_to_wrap: GPT2Block\n"
+      "mixed_precision: bf16\n";
+  const acc::Config c = acc::Config::from_yaml(old_file);
+  const std::string updated = acc::cli::add_missing_keys(old_file, c.to_yaml());
+  // Every old line is still there, in order.
+  size_t at = 0;
+  std::istringstream lines(old_file);
+  for (std::string line; std::getline(lines, line);) {
+    at = updated.find(line, at);
+    ASSERT_NE(at, std::string::npos) << "lost: " << line << "\n" << updated;
+  }
+  // The missing keys are added, section keys inside their section, and nothing changed meaning.
+  const YAML::Node node = YAML::Load(updated);
+  EXPECT_TRUE(node["num_processes"]) << updated;
+  EXPECT_TRUE(node["fsdp_config"]["fsdp_reduce_dtype"]) << updated;
+  EXPECT_LT(updated.find("fsdp_reduce_dtype"), updated.find("mixed_precision: bf16")) << updated;
+  const acc::Config again = acc::Config::from_yaml(updated);
+  EXPECT_EQ(again.dist, c.dist);
+  EXPECT_EQ(again.compute, c.compute);
+  // A file that has every key is left as it was.
+  EXPECT_EQ(acc::cli::add_missing_keys(updated, c.to_yaml()), updated);
+}
+
+}  // namespace
