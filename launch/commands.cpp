@@ -1,5 +1,8 @@
 #include "commands.h"
 
+#include "acc/util/error.h"
+#include "acc/util/strings.h"
+
 #include "config_command.h"
 #include "env_command.h"
 #include "estimate_memory_command.h"
@@ -9,6 +12,12 @@
 #include "test_command.h"
 
 namespace acc::cli {
+
+int parse_count(const std::string& value, const std::string& name, int min) {
+  const auto n = util::parse_int(value);
+  ACC_CHECK(n && *n >= min, name, " '", value, "' is not a count; expected a whole number >= ", min);
+  return *n;
+}
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {

@@ -15,4 +15,8 @@ struct Command {
 
 const std::vector<Command>& commands();
 
+// A whole number >= min given for option `name` ("--num_processes"); otherwise acc::Error naming
+// the option, the value and what is expected.
+int parse_count(const std::string& value, const std::string& name, int min);
+
 }  // namespace acc::cli

@@ -262,8 +262,9 @@ int run_config(const std::vector<std::string>& args) {
     std::ifstream in(path);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string updated = add_missing_keys(text, c.to_yaml());
-    ACC_CHECK(Config::from_yaml(updated, path).dist == c.dist && Config::from_yaml(updated, path).compute == c.compute,
-              "config update: adding the missing keys to ", path, " would change its meaning; file left as it was");
+    const Config reread = Config::from_yaml(updated, path);
+    ACC_CHECK(reread.dist == c.dist && reread.compute == c.compute, "config update: adding the missing keys to ",
+              path, " would change its meaning; file left as it was");
     write_text(updated, path);
     std::cout << "updated " << path << " (keys this acc knows added; your lines and comments kept)\n";
     return 0;

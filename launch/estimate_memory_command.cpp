@@ -6,6 +6,7 @@
 #include "acc/estimate/memory_estimate.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
+#include "commands.h"
 
 namespace acc::cli {
 
@@ -35,12 +36,6 @@ struct Options {
   int64_t memory_limit = 0;
 };
 
-int positive_int(const std::string& option, const std::string& value) {
-  const auto n = util::parse_int(value);
-  ACC_CHECK(n && *n > 0, option, ": expected a positive integer, got '", value, "'");
-  return *n;
-}
-
 Options parse(const std::vector<std::string>& args) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -50,13 +45,13 @@ Options parse(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "--num_processes") {
-      o.workload.world = positive_int(a, value());
+      o.workload.world = parse_count(value(), a, 1);
     } else if (a == "--ranks_per_node") {
-      o.workload.ranks_per_node = positive_int(a, value());
+      o.workload.ranks_per_node = parse_count(value(), a, 1);
     } else if (a == "--batch") {
-      o.workload.batch = positive_int(a, value());
+      o.workload.batch = parse_count(value(), a, 1);
     } else if (a == "--seq") {
-      o.workload.seq = positive_int(a, value());
+      o.workload.seq = parse_count(value(), a, 1);
     } else if (a == "--mixed_precision") {
       const std::string& v = value();
       ACC_CHECK(v == "no" || v == "bf16", a, ": expected no or bf16, got '", v, "'");
@@ -85,8 +80,8 @@ Options parse(const std::vector<std::string>& args) {
 }
 
 std::string row(const std::string& name, const std::vector<std::string>& cells) {
-  char first[40];
-  std::snprintf(first, sizeof first, "%-34s", name.c_str());
+  char first[64];
+  std::snprintf(first, sizeof first, "%-46s", name.c_str());
   std::string out = first;
   for (const auto& c : cells) {
     char cell[16];
@@ -116,13 +111,12 @@ int run_estimate_memory(const std::vector<std::string>& args) {
             << (w.bf16 ? "bf16" : "f32") << " compute, AdamW; bytes per rank\n\n";
   std::cout << row("strategy", {"parameters", "gradients", "optimizer", "gathered", "activations",
                                 "comm", "total"});
-  std::vector<ShardingStrategy> strategies = {ShardingStrategy::NO_SHARD, ShardingStrategy::SHARD_GRAD_OP,
-                                              ShardingStrategy::FULL_SHARD};
-  if (w.world > w.ranks_per_node && w.ranks_per_node > 1)
-    strategies.insert(strategies.begin() + 1, {ShardingStrategy::HYBRID_SHARD_ZERO2, ShardingStrategy::HYBRID_SHARD});
-  for (const ShardingStrategy s : strategies) {
-    const auto e = estimate::estimate(shape, {s, o.checkpointing}, w);
-    std::cout << row(to_string(s) + (o.checkpointing ? " + checkpointing" : ""),
+  // AUTO's plans, with or without checkpointing as asked (AUTO's last plan adds it to FULL_SHARD).
+  for (estimate::Plan plan : estimate::candidate_plans(w)) {
+    if (plan.activation_checkpointing) continue;
+    plan.activation_checkpointing = o.checkpointing;
+    const auto e = estimate::estimate(shape, plan, w);
+    std::cout << row(estimate::to_string(plan),
                      {estimate::format_bytes(e.parameters), estimate::format_bytes(e.gradients),
                       estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
                       estimate::format_bytes(e.activations), estimate::format_bytes(e.communication),
@@ -130,11 +124,9 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   }
   const int64_t limit = o.memory_limit > 0 ? o.memory_limit : estimate::default_memory_limit(w.ranks_per_node);
   const auto choice = estimate::choose(shape, w, limit);
-  const auto& plan = choice.estimate.plan;
   std::cout << "\nAUTO (limit " << estimate::format_bytes(limit) << " per rank): "
-            << (choice.fits ? "" : "nothing fits; the least memory is ") << to_string(plan.strategy)
-            << (plan.activation_checkpointing ? " + activation checkpointing" : "") << "\n  "
-            << choice.reason << "\n";
+            << (choice.fits ? "" : "nothing fits; the least memory is ")
+            << estimate::to_string(choice.estimate.plan) << "\n  " << choice.reason << "\n";
   if (shape.family == estimate::Family::other)
     std::cout << "(activations are not modelled for this model: only GPT-2 and Llama)\n";
   return 0;

@@ -14,18 +14,13 @@
 
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
+#include "commands.h"
 
 namespace acc::cli {
 
 namespace {
 
 constexpr const char* kSshPort = "22";
-
-int slots_of(const std::string& text, const std::string& where) {
-  const auto n = util::parse_int(text);
-  ACC_CHECK(n && *n > 0, where, ": slots '", text, "' is not a positive whole number");
-  return *n;
-}
 
 // Connects to one address within the deadline; an empty string on success, else why not.
 std::string try_connect(const addrinfo& a, int timeout_ms) {
@@ -68,7 +63,7 @@ std::vector<Host> read_hostfile(const std::string& path) {
       const std::string key = word.substr(0, eq);
       ACC_CHECK(eq != std::string::npos && (key == "slots" || key == "max_slots"), where, ": '", word,
                 "' is not understood (expected 'host' or 'host slots=N')");
-      if (key == "slots") h.slots = slots_of(word.substr(eq + 1), where);
+      if (key == "slots") h.slots = parse_count(word.substr(eq + 1), where + ": slots", 1);
     }
     hosts.push_back(h);
   }
@@ -84,7 +79,7 @@ std::vector<Host> parse_host_list(const std::string& list) {
     ACC_CHECK(!item.empty(), "--hosts '", list, "': an empty host name");
     const auto colon = item.find(':');
     Host h{item.substr(0, colon), 0};
-    if (colon != std::string::npos) h.slots = slots_of(item.substr(colon + 1), "--hosts " + list);
+    if (colon != std::string::npos) h.slots = parse_count(item.substr(colon + 1), "--hosts " + list + ": slots", 1);
     hosts.push_back(h);
   }
   ACC_CHECK(!hosts.empty(), "--hosts names no host");

@@ -21,6 +21,7 @@
 
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
+#include "commands.h"
 #include "rank_output.h"
 
 namespace acc::cli {
@@ -38,12 +39,6 @@ const char* kUsage =
     "                     or --hosts H1,H2: one mpirun here starts every rank, rank 0 on the first\n"
     "  --max_restarts K   start a failed job again up to K times (programs resume from checkpoints)\n"
     "  --dry_run          print the mpirun command and the config instead of running\n";
-
-int parse_count(const std::string& value, const std::string& name, int min) {
-  const auto n = util::parse_int(value);
-  ACC_CHECK(n && *n >= min, name, " '", value, "' is not a count; expected a whole number >= ", min);
-  return *n;
-}
 
 // A config key named on the command line: its short name ("fsdp_sharding_strategy").
 bool is_config_key(const std::string& name) {
@@ -247,7 +242,8 @@ std::vector<std::string> mpirun_args(const LaunchOptions& o, const ResolvedLaunc
     for (const Host& h : r.hosts) ranks_on[is_local_host(h.name) ? "" : h.name] += h.slots;
     per_machine = std::ranges::max(ranks_on | std::views::values);
     // ssh must fail rather than ask for a password or wait on a silent machine.
-    a.insert(a.end(), {"--host", hosts, "--mca", "plm_rsh_args", "-o BatchMode=yes -o ConnectTimeout=10"});
+    a.insert(a.end(), {"--host", hosts, "--mca", "plm_rsh_args",
+                       "-o BatchMode=yes -o ConnectTimeout=" + std::to_string(kHostTimeoutSeconds)});
   }
   if (per_machine > cores) {
     a.insert(a.end(), {"--oversubscribe", "--bind-to", "none"});

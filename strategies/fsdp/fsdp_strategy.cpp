@@ -10,10 +10,6 @@ namespace acc::fsdp {
 
 namespace {
 
-bool hybrid(ShardingStrategy s) {
-  return s == ShardingStrategy::HYBRID_SHARD || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
-}
-
 // Options a config may carry that this engine does not act on yet: said once, never dropped
 // silently.
 void warn_unapplied(const FsdpConfig& c) {
@@ -40,10 +36,10 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   else if (size > 0)
     shard_size_ = size;
   else
-    shard_size_ = hybrid(setting_) ? topology.local_size : n;
+    shard_size_ = is_hybrid(setting_) ? topology.local_size : n;
   ACC_CHECK(shard_size_ <= n && n % shard_size_ == 0, "fsdp_config.fsdp_size: ", name(),
             " shards over groups of ", shard_size_, " ranks, which does not divide the ", n,
-            " ranks of the job", hybrid(setting_) ? " (hybrid: ranks per node, see ACC_RANKS_PER_NODE)" : "");
+            " ranks of the job", is_hybrid(setting_) ? " (hybrid: ranks per node, see ACC_RANKS_PER_NODE)" : "");
   // Row-major mesh [replicas, shard]: shard groups are consecutive ranks (one node).
   const std::vector<int> mesh{n / shard_size_, shard_size_};
   shard_group_ = dist::mesh_axis_group(*world, mesh, 1);
@@ -63,7 +59,7 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   model->set_compute_dtype(bf16 ? DType::bf16 : DType::f32);  // the loss's gradient dtype
   auto plans = plan_units(*model, fsdp, model->shared_parameters());
   EngineOptions options{name(), {shard_group_, replicate_group_}, {self_group_, world()},
-                        setting_ == ShardingStrategy::FULL_SHARD || setting_ == ShardingStrategy::HYBRID_SHARD,
+                        reshards_after_forward(setting_),
                         bf16 ? DType::bf16 : DType::f32, fsdp.activation_checkpointing,
                         fsdp.activation_checkpointing_cls, fsdp.reduce_bf16};
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),

@@ -34,8 +34,7 @@ Config resolve_auto_strategy(Config config, const models::Model& model, const da
   const estimate::Choice choice = estimate::choose(estimate::ModelShape::of(model), w, limit);
   f.sharding_strategy = choice.estimate.plan.strategy;
   f.activation_checkpointing = f.activation_checkpointing || choice.estimate.plan.activation_checkpointing;
-  const std::string chosen = to_string(f.sharding_strategy) +
-                             (choice.estimate.plan.activation_checkpointing ? " + activation checkpointing" : "");
+  const std::string chosen = estimate::to_string(choice.estimate.plan);
   if (choice.fits)
     log::info("fsdp_sharding_strategy AUTO chose {}: {}", chosen, choice.reason);
   else

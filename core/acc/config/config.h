@@ -44,6 +44,11 @@ std::string to_string(WrapPolicy p);
 std::string to_string(BackwardPrefetch p);
 std::string to_string(StateDictType t);
 ShardingStrategy parse_sharding_strategy(const std::string& value, const std::string& key);
+// What the strategies mean, for the engine and the memory estimate alike: the hybrids shard
+// within a node and replicate across nodes; FULL_SHARD and HYBRID_SHARD free each unit's
+// gathered parameters after its forward (the others keep them until its backward).
+bool is_hybrid(ShardingStrategy s);
+bool reshards_after_forward(ShardingStrategy s);
 DistributedType parse_distributed_type(const std::string& value, const std::string& key);
 WrapPolicy parse_wrap_policy(const std::string& value, const std::string& key);  // also SIZED_BASED_WRAP
 BackwardPrefetch parse_backward_prefetch(const std::string& value, const std::string& key);

@@ -80,6 +80,13 @@ std::string to_string(WrapPolicy p) { return name_of<WrapPolicy>(kWrapPolicies, 
 std::string to_string(BackwardPrefetch p) { return name_of<BackwardPrefetch>(kBackwardPrefetches, p); }
 std::string to_string(StateDictType t) { return name_of<StateDictType>(kStateDictTypes, t); }
 
+bool is_hybrid(ShardingStrategy s) {
+  return s == ShardingStrategy::HYBRID_SHARD || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
+}
+bool reshards_after_forward(ShardingStrategy s) {
+  return s == ShardingStrategy::FULL_SHARD || s == ShardingStrategy::HYBRID_SHARD;
+}
+
 ShardingStrategy parse_sharding_strategy(const std::string& value, const std::string& key) {
   return parse<ShardingStrategy>(kShardingStrategies, value, key);
 }

@@ -1,27 +1,16 @@
 #include "acc/estimate/memory_estimate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 
-#include "acc/util/error.h"
+#include "acc/memory/allocator.h"
 
 namespace acc::estimate {
 
 namespace {
 
-bool is_hybrid(ShardingStrategy s) {
-  return s == ShardingStrategy::HYBRID_SHARD || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
-}
-
-// Strategies that keep every unit gathered from its forward to its backward.
-bool keeps_units_gathered(ShardingStrategy s) {
-  return s == ShardingStrategy::SHARD_GRAD_OP || s == ShardingStrategy::HYBRID_SHARD_ZERO2;
-}
-
 // Bytes of what a transformer block saves for backward, per token, in f32 elements (4 bytes).
-// The coefficients are what acc's ops keep, found by measuring each op (tests/train/
+// The coefficients are what acc's ops keep, found by measuring each op (tests/dist/fsdp/
 // estimate_test.cpp checks them): GPT-2 keeps 17 C (bf16: 13.5 C: the matmul inputs are bf16)
 // plus attention's log-sum-exp (H) and the norms' statistics; Llama keeps 7 C + 3 I + 2 kv
 // (bf16: 2.5 I).
@@ -39,6 +28,10 @@ double head_saved_per_token(const ModelShape& s, bool bf16) {
 }
 
 }  // namespace
+
+std::string to_string(const Plan& plan) {
+  return acc::to_string(plan.strategy) + (plan.activation_checkpointing ? " + activation checkpointing" : "");
+}
 
 int shard_group_size(ShardingStrategy strategy, const Workload& w) {
   if (strategy == ShardingStrategy::NO_SHARD) return 1;
@@ -91,7 +84,7 @@ Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
     const bool per_block = w.wrap_blocks && s.layers > 0;
     // FULL_SHARD holds the root unit for the whole step and a block plus the next one in flight;
     // SHARD_GRAD_OP keeps everything it gathered until the block's backward.
-    const double units = !per_block || keeps_units_gathered(plan.strategy)
+    const double units = !per_block || !reshards_after_forward(plan.strategy)
                              ? static_cast<double>(s.parameters)
                              : static_cast<double>(s.root_parameters() + 2 * s.block_parameters);
     e.gathered = static_cast<int64_t>(compute_elem * units);
@@ -120,8 +113,7 @@ Choice choose(const ModelShape& shape, const Workload& w, int64_t limit_bytes) {
   for (const Plan& plan : candidate_plans(w)) {
     choice.estimate = estimate(shape, plan, w);
     choice.fits = choice.estimate.total() <= limit_bytes;
-    choice.reason += (choice.reason.empty() ? "" : "; ") + to_string(plan.strategy) +
-                     (plan.activation_checkpointing ? " + activation checkpointing" : "") + " needs " +
+    choice.reason += (choice.reason.empty() ? "" : "; ") + to_string(plan) + " needs " +
                      format_bytes(choice.estimate.total()) + (choice.fits ? " <= " : " > ") +
                      format_bytes(limit_bytes);
     if (choice.fits) break;
@@ -130,9 +122,7 @@ Choice choose(const ModelShape& shape, const Workload& w, int64_t limit_bytes) {
 }
 
 int64_t default_memory_limit(int ranks_per_node) {
-  const auto pages = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES));
-  const auto page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-  return pages * page / std::max(1, ranks_per_node);
+  return memory::physical_memory_bytes() / std::max(1, ranks_per_node);
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -6,8 +6,8 @@
 // 4Ψ/N f32 masters (+2Ψ/N bf16 copies), 4Ψ/N gradients, 8Ψ/N moments. Gathered units are the
 // compute-dtype copies a step holds at once. Activations follow what acc's GPT-2 and Llama ops
 // save for backward (measured per op, see memory_estimate.cpp), plus the largest transient of
-// the backward. tests/train/estimate_test.cpp and tests/dist/fsdp/estimate_test.cpp check the
-// numbers against the allocator's measured peaks.
+// the backward. tests/dist/fsdp/estimate_test.cpp checks the numbers against the allocator's
+// measured peaks.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,16 +30,15 @@ struct Plan {
   ShardingStrategy strategy = ShardingStrategy::FULL_SHARD;
   bool activation_checkpointing = false;
 };
+std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing"
 
 struct Estimate {
   Plan plan;
   // Bytes per rank. parameters, gradients and optimizer_state are held between steps;
   // gathered and activations are the highest during a step.
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, gathered = 0, activations = 0,
-          communication = 0, offload = 0;
-  int64_t total() const {
-    return parameters + gradients + optimizer_state + gathered + activations + communication + offload;
-  }
+          communication = 0;
+  int64_t total() const { return parameters + gradients + optimizer_state + gathered + activations + communication; }
 };
 
 // Ranks one shard group spans for `strategy`.

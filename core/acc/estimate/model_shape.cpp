@@ -39,7 +39,6 @@ ModelShape ModelShape::of(const models::GPT2Config& c) {
   s.largest_block_matrix = 4 * C * C;
   // wte (tied to the head), wpe, ln_f.
   s.parameters = s.layers * s.block_parameters + (c.vocab_size + c.n_positions) * C + 2 * C;
-  s.block_class = "GPT2Block";
   return s;
 }
 
@@ -58,7 +57,6 @@ ModelShape ModelShape::of(const models::LlamaConfig& c) {
   s.largest_block_matrix = std::max(C * C, C * I);
   // embed_tokens, lm_head (untied), the final norm.
   s.parameters = s.layers * s.block_parameters + 2 * c.vocab_size * C + C;
-  s.block_class = "LlamaDecoderLayer";
   return s;
 }
 

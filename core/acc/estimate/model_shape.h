@@ -22,7 +22,6 @@ struct ModelShape {
   int64_t layers = 0;            // blocks; root = parameters - layers * block_parameters
   int64_t hidden = 0, heads = 0, kv_hidden = 0, intermediate = 0, vocab = 0;
   int64_t largest_block_matrix = 0;  // elements of a block's largest weight
-  std::string block_class;           // "GPT2Block", "LlamaDecoderLayer"
 
   int64_t root_parameters() const { return parameters - layers * block_parameters; }
 

@@ -83,9 +83,8 @@ class BlockCache {
   static int64_t capacity_for(int local_ranks) {
     const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
     if (!env || !*env) {
-      const auto pages = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES));
-      const auto page = static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
-      return pages > 0 && page > 0 ? pages * page / 2 / std::max(1, local_ranks) : int64_t{4096} << 20;
+      const int64_t physical = physical_memory_bytes();
+      return physical > 0 ? physical / 2 / std::max(1, local_ranks) : int64_t{4096} << 20;
     }
     char* end = nullptr;
     const long long mb = std::strtoll(env, &end, 10);
@@ -169,6 +168,12 @@ Category current_category() { return t_category; }
 
 CategoryScope::CategoryScope(Category category) : previous_(t_category) { t_category = category; }
 CategoryScope::~CategoryScope() { t_category = previous_; }
+
+int64_t physical_memory_bytes() {
+  const auto pages = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES));
+  const auto page = static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  return pages > 0 && page > 0 ? pages * page : 0;
+}
 
 Report report() {
   Report r;

@@ -61,6 +61,8 @@ struct Report {
 };
 
 Report report();
+// This machine's physical memory in bytes (0 when the system does not say).
+int64_t physical_memory_bytes();
 // Freed blocks of at least kCacheMinBytes are kept and handed out again for a request of the
 // same rounded size: a training step allocates the same large activations every step, and
 // fresh blocks from the OS are page-faulted and zeroed each time. The cache holds up to
