@@ -64,13 +64,13 @@ void FsdpModel::hook_unit(size_t u) {
   }
   nn::Module* boundary = call_boundaries_[u];
   if (!boundary) return;  // the root: gathered by forward(batch); the replicated unit: always
+  const bool checkpointed = options_.activation_checkpointing || listed_for_checkpointing(*boundary);
   hooks_.push_back(boundary->add_call_wrapper(
-      [this, u](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+      [this, u, checkpointed](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
         FlatUnit& unit = *units_[u];
         unit.gather();
         // Summoned, or a recomputation in backward: the unit stays gathered.
         if (summoned_ || autograd::in_backward()) return inner(x);
-        const bool checkpointed = options_.activation_checkpointing || listed_for_checkpointing(*call_boundaries_[u]);
         Tensor y = checkpointed ? autograd::checkpoint(inner, x) : inner(x);
         if (!options_.reshard_after_forward) return y;
         // Runs before any node of this unit's backward: every one of them feeds y.
@@ -104,10 +104,11 @@ void FsdpModel::checkpoint_listed_modules() {
     }));
   }
   for (const auto& cls : options_.checkpoint_classes) {
+    if (present.count(cls)) continue;
     std::string classes;
     for (const auto& c : present) classes += (classes.empty() ? "" : ", ") + c;
-    ACC_CHECK(present.count(cls), "fsdp_activation_checkpointing: no module of class '", cls, "' in ",
-              module().type_name(), " (its classes: ", classes, ")");
+    ACC_FAIL("fsdp_activation_checkpointing: no module of class '", cls, "' in ", module().type_name(),
+             " (its classes: ", classes, ")");
   }
 }
 
