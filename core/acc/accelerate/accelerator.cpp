@@ -33,7 +33,7 @@ void Accelerator::backward(const Tensor& loss) {
 
 void Accelerator::accumulate(const std::function<void()>& body) {
   sync_gradients_ = ++micro_step_ % options_.gradient_accumulation_steps == 0;
-  std::optional<ShardedModel::NoSync> local;
+  std::optional<ShardedModel::Scope> local;
   if (!sync_gradients_ && model_) local.emplace(model_->no_sync());
   body();
 }

@@ -60,25 +60,36 @@ class ShardedModel : public models::Model {
   // or sampling: the wrapped model's own parameters are views of shards). A collective.
   void copy_full_parameters_to(nn::Module& target);
 
+  // Undoes, when it ends, what no_sync() or summon_full_params() did when it began. Movable
+  // (so it can be returned and kept in a std::optional), not copyable.
+  class Scope {
+   public:
+    Scope(Scope&& other) noexcept
+        : model_(std::exchange(other.model_, nullptr)), leave_(other.leave_), flag_(other.flag_) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    Scope& operator=(Scope&&) = delete;
+    ~Scope() {
+      if (model_) (model_->*leave_)(flag_);
+    }
+
+   private:
+    friend class ShardedModel;
+    using Leave = void (ShardedModel::*)(bool);
+    Scope(ShardedModel* model, Leave leave, bool flag) : model_(model), leave_(leave), flag_(flag) {}
+    ShardedModel* model_;
+    Leave leave_;
+    bool flag_;
+  };
+
   // Scope for gradient accumulation without communication: backward passes inside it keep their
   // gradients on this rank (summed); the first backward after it reduces the sum with its own.
   //   { auto guard = sharded->no_sync(); sharded->forward(b1).loss.backward(); }
   //   sharded->forward(b2).loss.backward();   // one reduction of both micro-batches
-  class NoSync {
-   public:
-    explicit NoSync(ShardedModel* model) : model_(model) { model_->set_gradient_sync(false); }
-    NoSync(NoSync&& other) noexcept : model_(std::exchange(other.model_, nullptr)) {}
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-    NoSync& operator=(NoSync&&) = delete;
-    ~NoSync() {
-      if (model_) model_->set_gradient_sync(true);
-    }
-
-   private:
-    ShardedModel* model_;
-  };
-  [[nodiscard]] NoSync no_sync() { return NoSync(this); }
+  [[nodiscard]] Scope no_sync() {
+    set_gradient_sync(false);
+    return Scope(this, &ShardedModel::set_gradient_sync, true);
+  }
 
   // Scope in which the wrapped model's parameters are whole on every rank, in the compute
   // dtype, for evaluation, generation or inspection through module():
@@ -87,26 +98,9 @@ class ShardedModel : public models::Model {
   // when it ends; without, changes are not to be relied on either way (dropped where the unit
   // is sharded, kept where the gathered buffer is the master). Entering is a collective (the
   // gathers); leaving is local.
-  class FullParams {
-   public:
-    FullParams(ShardedModel* model, bool writeback) : model_(model), writeback_(writeback) {
-      model_->begin_full_params(writeback);
-    }
-    FullParams(FullParams&& other) noexcept
-        : model_(std::exchange(other.model_, nullptr)), writeback_(other.writeback_) {}
-    FullParams(const FullParams&) = delete;
-    FullParams& operator=(const FullParams&) = delete;
-    FullParams& operator=(FullParams&&) = delete;
-    ~FullParams() {
-      if (model_) model_->end_full_params(writeback_);
-    }
-
-   private:
-    ShardedModel* model_;
-    bool writeback_;
-  };
-  [[nodiscard]] FullParams summon_full_params(bool writeback = false) {
-    return FullParams(this, writeback);
+  [[nodiscard]] Scope summon_full_params(bool writeback = false) {
+    begin_full_params(writeback);
+    return Scope(this, &ShardedModel::end_full_params, writeback);
   }
 
   // The strategy owns mixed precision (config.compute.bf16).
