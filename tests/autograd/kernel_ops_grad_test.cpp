@@ -7,6 +7,7 @@
 #include "acc/ops/activation.h"
 #include "acc/ops/attention.h"
 #include "acc/ops/conv.h"
+#include "acc/ops/elementwise.h"
 #include "acc/ops/embedding.h"
 #include "acc/ops/loss.h"
 #include "acc/ops/matmul.h"
@@ -105,6 +106,64 @@ TEST(LossOps, Bf16LogitGradientLeavesABf16HeadsGradientsUnchanged) {
   };
   EXPECT_EQ(gradients(DType::bf16), gradients(DType::f32));
   EXPECT_THROW(ops::cross_entropy(Tensor::zeros({6, 37}), targets, -100, DType::i32), Error);
+}
+
+// The fused head loss is the unfused one: with one chunk it runs the very same products (bit
+// for bit, f32 and bf16), with chunks it sums the weight's gradient in pieces (a stated bound).
+TEST(LossOps, LinearCrossEntropyIsLinearThenCrossEntropy) {
+  const Tensor targets = Tensor::from_vector_i32({3, -100, 36, 0, 17, 5, 36, 1, 2, 9}, {10});
+  using Grads = std::vector<std::vector<float>>;
+  auto unfused = [&](DType dtype) {
+    V leaves = random_leaves({{2, 5, 16}, {37, 16}}, 31);  // x [B, T, C], head weight
+    const Tensor logits = ops::linear(leaves[0], ops::cast(leaves[1], dtype));
+    Tensor loss = ops::cross_entropy(ops::reshape(logits, {10, 37}), targets, -100, dtype);
+    loss.backward();
+    return std::pair{loss.item(), Grads{leaves[0].grad().to_vector(), leaves[1].grad().to_vector()}};
+  };
+  auto fused = [&](DType dtype, int64_t chunk_rows) {
+    V leaves = random_leaves({{2, 5, 16}, {37, 16}}, 31);
+    Tensor loss = ops::linear_cross_entropy(leaves[0], ops::cast(leaves[1], dtype), targets, -100, chunk_rows);
+    loss.backward();
+    EXPECT_EQ(leaves[0].grad().shape(), (Shape{2, 5, 16}));
+    return std::pair{loss.item(), Grads{leaves[0].grad().to_vector(), leaves[1].grad().to_vector()}};
+  };
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const auto reference = unfused(dtype);
+    EXPECT_EQ(fused(dtype, 10), reference) << dtype_name(dtype);
+    for (int64_t chunk : {1, 3, 4}) {  // uneven last chunk, rows of one
+      const auto [loss, grads] = fused(dtype, chunk);
+      EXPECT_NEAR(loss, reference.first, 1e-6) << dtype_name(dtype) << " chunk " << chunk;
+      for (size_t i = 0; i < grads.size(); ++i)
+        EXPECT_TRUE(test::all_close(grads[i], reference.second[i], 1e-5f, 1e-7f))
+            << dtype_name(dtype) << " chunk " << chunk << " input " << i;
+    }
+  }
+  EXPECT_TRUE(gradcheck([&](const V& v) { return ops::linear_cross_entropy(v[0], v[1], targets, -100, 4); },
+                        random_leaves({{10, 6}, {37, 6}}, 32)));
+}
+
+TEST(LossOps, LinearCrossEntropyScalesByTheUpstreamGradientAndRecordsOnlyWhenNeeded) {
+  const Tensor targets = Tensor::from_vector_i32({1, 0, 2}, {3});
+  V once = random_leaves({{3, 4}, {5, 4}}, 33), thrice = random_leaves({{3, 4}, {5, 4}}, 33);
+  ops::linear_cross_entropy(once[0], once[1], targets, -100, 2).backward();
+  ops::scale(ops::linear_cross_entropy(thrice[0], thrice[1], targets, -100, 2), 3.0).backward();
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<float> expected = once[i].grad().to_vector();
+    for (float& e : expected) e *= 3.f;
+    EXPECT_TRUE(test::all_close(thrice[i].grad().to_vector(), expected, 1e-6f, 1e-7f)) << i;
+  }
+  Tensor plain = Tensor::zeros({3, 4}), weight = Tensor::zeros({5, 4});
+  EXPECT_FALSE(ops::linear_cross_entropy(plain, weight, targets).grad_fn());  // nothing to train
+  EXPECT_NEAR(ops::linear_cross_entropy(plain, weight, targets).item(), std::log(5.0), 1e-6);
+  V leaves = random_leaves({{3, 4}, {5, 4}}, 34);
+  const Tensor all_ignored = Tensor::from_vector_i32({-100, -100, -100}, {3});
+  Tensor loss = ops::linear_cross_entropy(leaves[0], leaves[1], all_ignored);
+  EXPECT_EQ(loss.item(), 0.f);
+  loss.backward();  // as cross_entropy: runs, sends nothing
+  EXPECT_FALSE(leaves[0].grad().defined());
+  EXPECT_THROW(ops::linear_cross_entropy(plain, Tensor::zeros({5, 3}), targets), Error);        // C differs
+  EXPECT_THROW(ops::linear_cross_entropy(plain, weight, Tensor::zeros({3})), Error);  // f32 targets
+  EXPECT_THROW(ops::linear_cross_entropy(plain, weight, Tensor::from_vector_i32({1, 7, 0}, {3})), Error);
 }
 
 TEST(AttentionOps, CausalAttentionGqaGradients) {

@@ -45,10 +45,11 @@ TEST(GPT2, ForwardShapesAndInitialLossNearUniform) {
   GPT2 model(micro(), 3);
   auto batch = test::token_batch(2, 7, 61, 1);
   auto out = model.forward(batch);
-  EXPECT_EQ(out.logits.shape(), (Shape{2, 7, 61}));
+  EXPECT_FALSE(out.logits.defined());  // a training forward: the loss without the logits
   ASSERT_EQ(out.loss.shape(), Shape{});
   // N(0, 0.02) weights give near-zero logits: the loss starts near ln(V).
   EXPECT_NEAR(out.loss.item(), std::log(61.0), 0.1);
+  test::expect_training_loss_without_logits(model, batch);
 }
 
 TEST(GPT2, RejectsBadInputIds) {

@@ -2,6 +2,7 @@
 // Shared by the language-model tests: random token batches and a short memorisation run.
 #include <gtest/gtest.h>
 
+#include "acc/autograd/grad_mode.h"
 #include "acc/models/model.h"
 #include "acc/optim/optim.h"
 #include "support/test_support.h"
@@ -37,6 +38,35 @@ inline void expect_loss_falls(models::Model& model, const data::Batch& batch) {
     (step == 0 ? first : last) = loss.item();
   }
   EXPECT_LT(last, 0.5f * first) << "first " << first << ", last " << last;
+}
+
+// A training forward computes the loss without the logits (ops::linear_cross_entropy); asked
+// for them (set_return_logits) or evaluating, the model returns [B, T, V] logits, and both
+// ways give the same loss and gradients.
+inline void expect_training_loss_without_logits(models::CausalLM& model, const data::Batch& batch) {
+  const Shape ids = batch["input_ids"].shape();
+  auto run = [&](bool return_logits) {
+    model.set_return_logits(return_logits);
+    for (auto& p : model.parameters()) p.set_grad(Tensor());
+    const auto out = model.forward(batch);
+    EXPECT_EQ(out.logits.defined(), return_logits);
+    if (return_logits) {
+      EXPECT_EQ(out.logits.shape(), (Shape{ids[0], ids[1], model.vocab_size()}));
+    }
+    out.loss.backward();
+    std::vector<std::vector<float>> grads;
+    for (auto& p : model.parameters()) grads.push_back(p.grad().to_vector());
+    return std::pair{out.loss.item(), grads};
+  };
+  const auto fused = run(false), unfused = run(true);
+  model.set_return_logits(false);
+  EXPECT_NEAR(fused.first, unfused.first, 1e-6);
+  for (size_t i = 0; i < fused.second.size(); ++i)
+    EXPECT_TRUE(all_close(fused.second[i], unfused.second[i], 1e-4f, 1e-7f)) << "parameter " << i;
+  autograd::NoGradGuard evaluating;
+  const auto eval = model.forward(batch);
+  EXPECT_EQ(eval.logits.shape(), (Shape{ids[0], ids[1], model.vocab_size()}));
+  EXPECT_NEAR(eval.loss.item(), fused.first, 1e-6);
 }
 
 }  // namespace acc::test

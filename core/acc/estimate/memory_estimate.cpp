@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "acc/memory/allocator.h"
+#include "acc/ops/loss.h"
 
 namespace acc::estimate {
 
@@ -21,10 +22,10 @@ double block_saved_per_token(const ModelShape& s, bool bf16) {
   return 7.0 * C + (bf16 ? 2.5 : 3.0) * I + 2.0 * kv + H + (bf16 ? 3.0 : 2.0);
 }
 
-// Outside the blocks: the embeddings' sum and the final norm (2 C, bf16 1.5 C), the f32 logits
-// (V) and the loss's per-token statistics.
+// Outside the blocks: the embeddings' sum and the final norm (2 C, bf16 1.5 C) and the
+// loss's per-token statistics.
 double head_saved_per_token(const ModelShape& s, bool bf16) {
-  return (bf16 ? 1.5 : 2.0) * static_cast<double>(s.hidden) + static_cast<double>(s.vocab) + 3.0;
+  return (bf16 ? 1.5 : 2.0) * static_cast<double>(s.hidden) + 3.0;
 }
 
 }  // namespace
@@ -45,15 +46,21 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
   const auto tokens = static_cast<double>(batch_per_rank * seq);
   const double block = tokens * block_saved_per_token(s, bf16);
   const double head = tokens * head_saved_per_token(s, bf16);
-  // The head's backward holds the logits' gradient (in the compute dtype) and the head weight's
-  // f32 gradient; a tied head's gradient then waits for the embedding's, through every block.
-  const double logits_grad = tokens * static_cast<double>(s.vocab) * (bf16 ? 0.5 : 1.0);
-  const double head_weight_grad = static_cast<double>(s.vocab * s.hidden);
+  // The loss (ops::linear_cross_entropy) makes the head's gradients in its forward: one chunk
+  // of f32 logits at a time (bf16: also its bf16 gradient, and a bf16 copy of the hidden
+  // states), and the gradients of the hidden states [tokens, C] and of the head weight [V, C],
+  // f32, held until backward.
+  const auto V = static_cast<double>(s.vocab), C = static_cast<double>(s.hidden);
+  const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(s.vocab)));
+  const double head_weight_grad = V * C;
+  const double loss_forward = chunk * V * (bf16 ? 1.5 : 1.0) + tokens * C * (bf16 ? 1.5 : 1.0) + head_weight_grad;
+  // A tied head's gradient then waits for the embedding's, through every block.
   const bool tied = s.family == Family::gpt2;
   const double tied_wait = tied ? head_weight_grad : 0.0;
-  // At the end the embedding's backward adds the tied weight's second gradient: three [V, C]
-  // f32 tensors at once (measured); with few tokens per rank this is the step's peak.
-  const double tied_end = tied ? 3.0 * head_weight_grad : 0.0;
+  // At the end the embedding's backward makes the tied weight's second gradient, summed into
+  // the first in place: two [V, C] f32 tensors (measured); with few tokens per rank, and
+  // chunks as small as they, this is the step's peak.
+  const double tied_end = tied ? 2.0 * head_weight_grad : 0.0;
   // A block's backward holds its largest weight's f32 gradient and a few [T, C] gradients.
   const double block_transient =
       static_cast<double>(s.largest_block_matrix) + 3.0 * tokens * static_cast<double>(s.hidden);
@@ -62,10 +69,10 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
   if (activation_checkpointing) {
     // Each block keeps only its input; backward re-runs one block at a time.
     const double kept = tokens * static_cast<double>(s.hidden) * L + head;
-    elements = std::max(kept + std::max(logits_grad + head_weight_grad, block + block_transient + tied_wait),
+    elements = std::max(kept + std::max(loss_forward, block + block_transient + tied_wait),
                         tied_end);
   } else {
-    elements = std::max(L * block + head + std::max(logits_grad + head_weight_grad, block_transient + tied_wait),
+    elements = std::max(L * block + head + std::max(loss_forward, block_transient + tied_wait),
                         tied_end);
   }
   return static_cast<int64_t>(4.0 * elements);

@@ -90,6 +90,18 @@ __attribute__((target("avx512f"))) void row_grad_avx512(const float* x, float* d
 }
 #pragma GCC diagnostic pop
 
+using RowGrad = void (*)(const float* x, float* dx, int64_t n, float g, float lse);
+
+// dx = dloss * (softmax(x) - onehot(target)) over n elements of a row (all or a piece of it);
+// target < 0: the target is not among them.
+void dlogits_piece(RowGrad row_grad, const float* x, float* dx, int64_t n, int64_t target,
+                   float dloss, float lse) {
+  row_grad(x, dx, n, dloss, lse);
+  if (target >= 0) dx[target] -= dloss;
+}
+
+}  // namespace
+
 // Validated up front (serially, N ints) so a bad target is reported before any work is done.
 int64_t count_and_check_targets(const char* op, const int32_t* targets, int64_t N, int64_t V,
                                 int32_t ignore_index) {
@@ -103,18 +115,6 @@ int64_t count_and_check_targets(const char* op, const int32_t* targets, int64_t 
   }
   return kept;
 }
-
-using RowGrad = void (*)(const float* x, float* dx, int64_t n, float g, float lse);
-
-// dx = dloss * (softmax(x) - onehot(target)) over n elements of a row (all or a piece of it);
-// target < 0: the target is not among them.
-void dlogits_piece(RowGrad row_grad, const float* x, float* dx, int64_t n, int64_t target,
-                   float dloss, float lse) {
-  row_grad(x, dx, n, dloss, lse);
-  if (target >= 0) dx[target] -= dloss;
-}
-
-}  // namespace
 
 int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* losses, float* lse,
                           int64_t N, int64_t V, int32_t ignore_index) {

@@ -8,6 +8,10 @@
 
 namespace acc::kernels {
 
+// The rows whose target is not ignore_index; throws acc::Error naming `op`, the row and the
+// value for a target outside [0, V).
+int64_t count_and_check_targets(const char* op, const int32_t* targets, int64_t N, int64_t V,
+                                int32_t ignore_index = -100);
 // losses[i] = lse_i - logits[i, target_i] (0 for ignored rows); lse is saved for backward.
 // Returns the number of rows that were not ignored. Targets outside [0, V) (other than
 // ignore_index) throw acc::Error naming the row and value.

@@ -112,14 +112,14 @@ GPT2::GPT2(const GPT2Config& config, uint64_t seed) : CausalLM("GPT2LMHeadModel"
   nn::init_parameters(*this, seed);
 }
 
-Tensor GPT2::logits(const Tensor& input_ids) {
+Tensor GPT2::hidden_states(const Tensor& input_ids) {
   check_input_ids(input_ids);
   const int64_t T = input_ids.size(1);
   std::vector<int32_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
   Tensor x = ops::add((*wte_)(input_ids), (*wpe_)(Tensor::from_vector_i32(positions, {T})));
   for (size_t i = 0; i < h_->size(); ++i) x = (*h_)[i](x);
-  return project_to_vocab((*ln_f_)(x), wte_->param("weight"));
+  return (*ln_f_)(x);
 }
 
 double GPT2::train_flops_per_token(int64_t seq_len) const {

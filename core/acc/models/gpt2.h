@@ -67,7 +67,8 @@ class GPT2Block : public nn::Module {
 class GPT2 : public CausalLM {
  public:
   explicit GPT2(const GPT2Config& config, uint64_t seed = 0);
-  Tensor logits(const Tensor& input_ids) override;
+  Tensor hidden_states(const Tensor& input_ids) override;
+  Tensor head_weight() override { return wte_->param("weight"); }  // tied
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.n_positions; }
   double train_flops_per_token(int64_t seq_len) const override;

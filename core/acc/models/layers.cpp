@@ -20,6 +20,4 @@ void Embedding::reset_parameters(uint64_t seed, const std::string& prefix) {
   nn::fill_normal(param("weight"), seed, prefix + "weight", 0.f, init_std_);
 }
 
-Tensor project_to_vocab(const Tensor& x, const Tensor& table) { return ops::linear(x, table); }
-
 }  // namespace acc::models

@@ -33,7 +33,4 @@ class Embedding : public nn::Embedding {
   float init_std_;
 };
 
-// x W^T with a table W [V, C] (a tied output head), in the table's dtype.
-Tensor project_to_vocab(const Tensor& x, const Tensor& table);
-
 }  // namespace acc::models

@@ -110,11 +110,11 @@ Llama::Llama(const LlamaConfig& config, uint64_t seed) : CausalLM("LlamaForCausa
   nn::init_parameters(*this, seed);
 }
 
-Tensor Llama::logits(const Tensor& input_ids) {
+Tensor Llama::hidden_states(const Tensor& input_ids) {
   check_input_ids(input_ids);
   Tensor x = (*embed_tokens_)(input_ids);
   for (size_t i = 0; i < layers_->size(); ++i) x = (*layers_)[i](x);
-  return (*lm_head_)((*norm_)(x));
+  return (*norm_)(x);
 }
 
 double Llama::train_flops_per_token(int64_t seq_len) const {

@@ -71,7 +71,10 @@ class LlamaDecoderLayer : public nn::Module {
 class Llama : public CausalLM {
  public:
   explicit Llama(const LlamaConfig& config, uint64_t seed = 0);
-  Tensor logits(const Tensor& input_ids) override;
+  Tensor hidden_states(const Tensor& input_ids) override;
+  Tensor head_weight() override { return lm_head_->param("weight"); }
+  // lm_head's weight is read by the loss, not through lm_head's call.
+  std::vector<std::string> shared_parameters() const override { return {"lm_head.weight"}; }
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.max_position_embeddings; }
   double train_flops_per_token(int64_t seq_len) const override;
@@ -84,7 +87,7 @@ class Llama : public CausalLM {
   std::shared_ptr<Embedding> embed_tokens_;
   std::shared_ptr<nn::ModuleList> layers_;
   std::shared_ptr<nn::RMSNorm> norm_;
-  std::shared_ptr<Linear> lm_head_;
+  std::shared_ptr<Linear> lm_head_;  // holds the head's parameter (HF's name); see head_weight()
 };
 
 }  // namespace acc::models

@@ -1,5 +1,6 @@
 #include "acc/models/model.h"
 
+#include "acc/autograd/grad_mode.h"
 #include "acc/models/layers.h"
 #include "acc/ops/ops.h"
 
@@ -19,18 +20,26 @@ int64_t Model::num_parameters() const {
 
 ModelOutput CausalLM::forward(const data::Batch& batch) {
   ModelOutput out;
-  out.logits = logits(batch["input_ids"]);
-  if (batch.contains("labels")) {
-    const Tensor& labels = batch["labels"];
-    ACC_CHECK(labels.shape() == batch["input_ids"].shape(), type_name(), ": labels ",
-              labels.describe(), " must have the shape of input_ids ",
-              batch["input_ids"].describe());
-    const int64_t rows = labels.numel();
-    // In bf16 compute the head's backward rounds dlogits to bf16: have the loss write them so.
+  const Tensor& ids = batch["input_ids"];
+  Tensor hidden = hidden_states(ids);
+  const bool training = autograd::GradMode::is_enabled();
+  if (!batch.contains("labels") || !training || return_logits_)
+    out.logits = ops::linear(hidden, head_weight());
+  if (!batch.contains("labels")) return out;
+  const Tensor& labels = batch["labels"];
+  ACC_CHECK(labels.shape() == ids.shape(), type_name(), ": labels ", labels.describe(),
+            " must have the shape of input_ids ", ids.describe());
+  const int64_t rows = labels.numel();
+  if (out.logits.defined())  // in bf16 compute the head's backward rounds dlogits to bf16 anyway
     out.loss = ops::cross_entropy(ops::reshape(out.logits, {rows, vocab_size()}),
                                   labels.view({rows}), ops::kIgnoreIndex, compute_dtype_);
-  }
+  else
+    out.loss = ops::linear_cross_entropy(hidden, head_weight(), labels.view({rows}));
   return out;
+}
+
+Tensor CausalLM::logits(const Tensor& input_ids) {
+  return ops::linear(hidden_states(input_ids), head_weight());
 }
 
 void CausalLM::check_input_ids(const Tensor& ids) const {

@@ -53,17 +53,32 @@ class Model : public nn::Module {
 
 // A causal language model over token ids: batch["input_ids"] i32 [B, T] -> logits [B, T, V];
 // the loss is against batch["labels"] i32 [B, T] (the inputs shifted by one).
+//
+// A training forward (labels given, grad mode on) computes the loss without the logits:
+// ops::linear_cross_entropy takes the head a chunk of rows at a time, so the [B*T, V] logits
+// and their gradient never exist (for GPT-2 small at 8 x 512 tokens, 1.6 GB), and
+// ModelOutput::logits is left undefined. set_return_logits(true) asks for them anyway;
+// evaluation (no grad) and batches without labels always return them.
 class CausalLM : public Model {
  public:
   using Model::Model;
   ModelOutput forward(const data::Batch& batch) override;
-  virtual Tensor logits(const Tensor& input_ids) = 0;
+  Tensor logits(const Tensor& input_ids);
+  // The final normalised hidden states [B, T, C] the head projects.
+  virtual Tensor hidden_states(const Tensor& input_ids) = 0;
+  // The head's weight [V, C]. It is read outside any submodule's call, so models list it in
+  // shared_parameters() (sharding strategies keep it gathered for the step).
+  virtual Tensor head_weight() = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_seq_len() const = 0;
+  void set_return_logits(bool on) { return_logits_ = on; }
 
  protected:
   // Throws naming the model unless ids is an integer [B, T] with 1 <= T <= max_seq_len().
   void check_input_ids(const Tensor& ids) const;
+
+ private:
+  bool return_logits_ = false;
 };
 
 }  // namespace acc::models

@@ -16,6 +16,18 @@ Tensor as_f32(const Tensor& t, std::string_view op) {
   return t.to(DType::f32);
 }
 
+DType product_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
+  ACC_CHECK(is_floating(a.dtype()) && is_floating(b.dtype()), op, ": expected f32/bf16 operands, got ",
+            a.describe(), " and ", b.describe());
+  return a.dtype() == DType::bf16 || b.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+}
+
+Tensor in_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t.detach();
+  memory::CategoryScope scope(memory::Category::activations);
+  return t.to(dtype);
+}
+
 Tensor new_output(const Shape& shape, DType dtype) {
   memory::CategoryScope scope(memory::Category::activations);
   return Tensor::empty(shape, dtype);

@@ -26,6 +26,13 @@ void parallel_range(int64_t n, int64_t grain, Fn&& fn) {
 // Ops compute in f32: returns t itself when f32, an f32 copy when bf16, and throws for integers.
 Tensor as_f32(const Tensor& t, std::string_view op);
 
+// The dtype a product of a and b computes in: bf16 when either is bf16 (mixed precision hands
+// products bf16 weights), else f32. Throws naming `op` for integer operands.
+DType product_dtype(const Tensor& a, const Tensor& b, std::string_view op);
+
+// t in dtype, without autograd state: a detached handle, or a converted copy (activations).
+Tensor in_dtype(const Tensor& t, DType dtype);
+
 // A new f32 (or given dtype) tensor counted as activations: every op's forward output.
 Tensor new_output(const Shape& shape, DType dtype = DType::f32);
 

@@ -9,19 +9,6 @@ namespace acc::ops {
 
 namespace {
 
-DType compute_dtype(const Tensor& a, const Tensor& b, const char* op) {
-  ACC_CHECK(is_floating(a.dtype()) && is_floating(b.dtype()), op, ": expected f32/bf16 operands, got ",
-            a.describe(), " and ", b.describe());
-  return a.dtype() == DType::bf16 || b.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
-}
-
-// t in dtype, without autograd state (a detached handle or a converted copy).
-Tensor in_dtype(const Tensor& t, DType dtype) {
-  if (t.dtype() == dtype) return t.detach();
-  memory::CategoryScope scope(memory::Category::activations);
-  return t.to(dtype);
-}
-
 // op(X) * op(Y) for 2-D or batched 3-D operands of one dtype; f32 result.
 Tensor product(const Tensor& X, const Tensor& Y, bool tx, bool ty, const char* op) {
   const bool batched = X.dim() == 3;
@@ -75,13 +62,13 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   ACC_PROFILE("matmul");
   detail::check_defined(a_in, "matmul", "a");
   detail::check_defined(b_in, "matmul", "b");
-  const DType dtype = compute_dtype(a_in, b_in, "matmul");
-  Tensor a = in_dtype(a_in, dtype), b = in_dtype(b_in, dtype);
+  const DType dtype = detail::product_dtype(a_in, b_in, "matmul");
+  Tensor a = detail::in_dtype(a_in, dtype), b = detail::in_dtype(b_in, dtype);
   Tensor out = product(a, b, trans_a, trans_b, "matmul");
   const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
   autograd::record("matmul", out, {a_in, b_in}, [=](const Tensor& g) {
     ACC_PROFILE("matmul.backward");
-    return product_grads(a, b, trans_a, trans_b, in_dtype(g, dtype), need_a, need_b);
+    return product_grads(a, b, trans_a, trans_b, detail::in_dtype(g, dtype), need_a, need_b);
   });
   return out;
 }
@@ -97,10 +84,10 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
   ACC_CHECK(!bias_in.defined() || bias_in.shape() == Shape{out_features}, "linear: bias ",
             bias_in.describe(), " does not match weight ", w_in.describe(), " (expected [",
             out_features, "])");
-  const DType dtype = compute_dtype(x_in, w_in, "linear");
+  const DType dtype = detail::product_dtype(x_in, w_in, "linear");
   const int64_t rows = in ? x_in.numel() / in : 0;
-  Tensor x = in_dtype(x_in, dtype).view({rows, in});
-  Tensor w = in_dtype(w_in, dtype);
+  Tensor x = detail::in_dtype(x_in, dtype).view({rows, in});
+  Tensor w = detail::in_dtype(w_in, dtype);
   Tensor bias = bias_in.defined() ? detail::as_f32(bias_in, "linear") : Tensor();
 
   kernels::MatmulShape s{.M = rows, .N = out_features, .K = in, .trans_b = true, .ab_type = dtype};
@@ -114,7 +101,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
   autograd::record("linear", out, {x_in, w_in, bias_in}, [=, x_shape = x_in.shape()](const Tensor& g) {
     ACC_PROFILE("linear.backward");
-    Tensor g2 = in_dtype(g, dtype).view({rows, out_features});
+    Tensor g2 = detail::in_dtype(g, dtype).view({rows, out_features});
     auto grads = product_grads(x, w, false, true, g2, need_x, need_w);
     Tensor dx = need_x ? grads[0].view(x_shape) : Tensor();
     Tensor db = need_b ? detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features)
