@@ -6,13 +6,16 @@
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
-// against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks).
+// against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
+// forward and backward prefetch against the single process (target >= 0.95x), with its
+// communication per step, exposed and in all.
 #include <chrono>
 #include <cstdio>
 
 #include "acc/acc.h"
 #include "acc/memory/allocator.h"
 #include "acc/runtime/threads.h"
+#include "acc/util/profiler.h"
 #include "acc/train/cli.h"
 #include "support/measure.h"
 #include "support/random_tokens.h"
@@ -26,7 +29,16 @@ using bench::RandomTokens;
 struct Result {
   double tokens_per_s;
   memory::Report peaks;  // of the timed steps, this rank
+  // Per step, this rank (ACC_PROFILE's marks): all communication time, and the part compute
+  // did not hide (time the rank waited for a collective).
+  double comm_s = 0, exposed_comm_s = 0;
 };
+
+double profiled_seconds(const char* name) {
+  for (const auto& e : profiler::snapshot())
+    if (e.name == name) return e.seconds;
+  return 0;
+}
 
 Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t batch, int64_t seq,
                 int64_t steps) {
@@ -45,11 +57,25 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
   ++it;
   world().barrier();
   memory::reset_peaks();
+  profiler::reset();
+  profiler::enable(true);
   const auto start = std::chrono::steady_clock::now();
   for (; it != rank_loader.end(); ++it) step(*it);
+  profiler::enable(false);  // before the barrier, which is no step's
   world().barrier();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {static_cast<double>(steps * batch * seq) / s, memory::report()};
+  const auto n = static_cast<double>(steps);
+  return {static_cast<double>(steps * batch * seq) / s, memory::report(),
+          profiled_seconds("comm.collective") / n, profiled_seconds("comm.wait") / n};
+}
+
+Config fsdp_config(const std::string& strategy, bool bf16) {
+  Config config;
+  config.dist.distributed_type = DistributedType::FSDP;
+  config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "strategy");
+  config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
+  config.compute.bf16 = bf16;
+  return config;
 }
 
 double megabytes(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
@@ -77,12 +103,7 @@ int run(int argc, char** argv) {
     double no_shard_state = 0;
     Result full_shard{};
     for (const auto& name : strategies) {
-      Config config;
-      config.dist.distributed_type = DistributedType::FSDP;
-      config.dist.fsdp.sharding_strategy = parse_sharding_strategy(name, "strategy");
-      config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
-      config.compute.bf16 = bf16;
-      const Result r = run_case(gpt, config, batch, seq, steps);
+      const Result r = run_case(gpt, fsdp_config(name, bf16), batch, seq, steps);
       using memory::Category;
       const double state = megabytes(r.peaks[Category::parameters].peak +
                                      r.peaks[Category::gradients].peak +
@@ -103,12 +124,28 @@ int run(int argc, char** argv) {
       if (full) full_shard = r;
     }
     if (world().size() == 1) continue;
+    // FULL_SHARD's prefetch settings (the rows above use the default, BACKWARD_PRE): tokens/s
+    // against the single process, and communication per step, exposed next to all of it.
+    for (const auto& [setting, forward, backward] :
+         {std::tuple{"NO_PREFETCH", false, BackwardPrefetch::NO_PREFETCH},
+          std::tuple{"BACKWARD_PRE", false, BackwardPrefetch::BACKWARD_PRE},
+          std::tuple{"BACKWARD_PRE+forward", true, BackwardPrefetch::BACKWARD_PRE}}) {
+      Config config = fsdp_config("FULL_SHARD", bf16);
+      config.dist.fsdp.forward_prefetch = forward;
+      config.dist.fsdp.backward_prefetch = backward;
+      const Result p = run_case(gpt, config, batch, seq, steps);
+      const std::string label = std::string("FULL_SHARD ") + setting + " " + dt;
+      rows.push_back({label + " tokens/s", "tok/s", p.tokens_per_s, baseline, "one process, 2 threads",
+                      forward && baseline > 0 ? 0.95 : 0.0});
+      rows.push_back({label + " exposed comm/step", "ms", 1e3 * p.exposed_comm_s, 1e3 * p.comm_s,
+                      "all comm/step", 0});
+      if (world().rank() == 0)
+        std::printf("%s: %.1f tokens/s, communication %.0f ms/step of which exposed %.0f ms\n",
+                    label.c_str(), p.tokens_per_s, 1e3 * p.comm_s, 1e3 * p.exposed_comm_s);
+    }
     // FULL_SHARD with activation checkpointing, against FULL_SHARD without it.
-    Config config;
-    config.dist.distributed_type = DistributedType::FSDP;
-    config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
+    Config config = fsdp_config("FULL_SHARD", bf16);
     config.dist.fsdp.activation_checkpointing = true;
-    config.compute.bf16 = bf16;
     const Result r = run_case(gpt, config, batch, seq, steps);
     const std::string label = std::string("FULL_SHARD+checkpointing ") + dt;
     rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s,

@@ -77,19 +77,36 @@ FlatUnit::Part FlatUnit::part_of(const Slot& slot, int rank) const {
   return lo < hi ? Part{lo, hi - lo} : Part{};
 }
 
-void FlatUnit::gather() {
+void FlatUnit::start_gather() {
   if (!sharded() || gathered()) return;
   full_.storage()->reacquire();
-  groups_.shard->all_gather(compute_, full_);
+  gathering_ = groups_.shard->all_gather_async(compute_, full_);
+}
+
+void FlatUnit::gather() {
+  start_gather();
+  if (!gathering_) return;
+  // Forget the work first: if it failed, wait() throws, and the next gather() re-raises
+  // nothing stale.
+  auto work = std::move(gathering_);
+  work->wait();
 }
 
 void FlatUnit::write_back() {
   // f32 compute only (the caller checks): then `compute` is `master`, and unsharded, `full` too.
-  if (sharded() && gathered()) master_.copy_(full_.slice_flat(shard_begin(), {shard_}));
+  if (sharded() && gathered()) {
+    gather();
+    master_.copy_(full_.slice_flat(shard_begin(), {shard_}));
+  }
 }
 
 void FlatUnit::release() {
-  if (sharded()) full_.storage()->release();
+  if (!sharded()) return;
+  if (gathering_) {  // its bytes are being written: wait before returning them
+    auto work = std::move(gathering_);
+    work->wait();
+  }
+  full_.storage()->release();
 }
 
 void FlatUnit::begin_pass(bool accumulate, bool sync) {

@@ -63,9 +63,13 @@ class FlatUnit {
   const UnitGroups& groups() const { return groups_; }
 
   // --- parameters ---
+  // True once `full` holds memory: gathered, or being gathered by start_gather().
   bool gathered() const { return !full_.storage()->released(); }
-  void gather();   // all-gather the compute shard into `full` (no-op when already there)
-  void release();  // return `full`'s bytes (no-op for an unsharded unit)
+  // Issues the all-gather of the compute shard into `full` and returns (prefetch); no-op when
+  // already gathered or in flight.
+  void start_gather();
+  void gather();   // start_gather() and wait for it: `full` is complete on return
+  void release();  // return `full`'s bytes, after any gather in flight (no-op unsharded)
   // Copies this rank's part of the gathered buffer back into the master shard (f32 compute
   // only: a bf16 gathered copy would round the masters). Does not throw.
   void write_back();
@@ -96,6 +100,7 @@ class FlatUnit {
   std::vector<Slot> slots_;
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;
+  std::shared_ptr<dist::Work> gathering_;  // start_gather()'s all-gather, until waited for
   Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
   size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
   int64_t trainable_numel_ = 0;  // the flat prefix the trainable slots fill

@@ -40,6 +40,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
       pieces_.push_back(std::move(piece));
     }
   }
+  order_position_.assign(units_.size(), -1);
   for (size_t u = 0; u < units_.size(); ++u) hook_unit(u);
   checkpoint_listed_modules();
   for (auto& unit : units_) unit->release();  // between steps only shards are held
@@ -71,17 +72,36 @@ void FsdpModel::hook_unit(size_t u) {
         unit.gather();
         // Summoned, or a recomputation in backward: the unit stays gathered.
         if (summoned_ || autograd::in_backward()) return inner(x);
+        calls_this_forward_.push_back(u);
+        if (options_.forward_prefetch) prefetch(neighbour(u, +1));
         Tensor y = checkpointed ? autograd::checkpoint(inner, x) : inner(x);
         if (!options_.reshard_after_forward) return y;
         // Runs before any node of this unit's backward: every one of them feeds y.
         if (auto node = y.grad_fn())
           node->pre_hooks().add([this, u](const Tensor&) {
             units_[u]->gather();
+            if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_PRE) prefetch(neighbour(u, -1));
             return Tensor();
           });
         unit.release();
         return y;
       }));
+}
+
+FlatUnit* FsdpModel::neighbour(size_t u, int offset) {
+  const int at = order_position_[u];
+  if (at < 0) return nullptr;
+  const int64_t next = at + offset;
+  if (next < 0 || next >= static_cast<int64_t>(forward_order_.size())) return nullptr;
+  return units_[forward_order_[static_cast<size_t>(next)]].get();
+}
+
+// Only under FULL_SHARD-like resharding is there anything to fetch: otherwise units stay
+// gathered from their forward to their backward. One unit ahead of the compute that issues it,
+// so at most the root, the unit computing and the next one are gathered: the bound PyTorch's
+// limit_all_gathers enforces.
+void FsdpModel::prefetch(FlatUnit* unit) {
+  if (unit) unit->start_gather();
 }
 
 bool FsdpModel::listed_for_checkpointing(const nn::Module& m) const {
@@ -136,7 +156,11 @@ void FsdpModel::unit_backward_done(size_t u) {
   const bool synced = units_[u]->syncing();
   units_[u]->end_pass();
   if (synced) point_piece_grads(u);  // a no_sync pass leaves the shards' gradients as they were
-  if (u + 1 < units_.size()) units_[u]->release();
+  if (u + 1 < units_.size()) {
+    units_[u]->release();
+    if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_POST && options_.reshard_after_forward)
+      prefetch(neighbour(u, -1));
+  }
 }
 
 void FsdpModel::finish_backward() {
@@ -144,7 +168,8 @@ void FsdpModel::finish_backward() {
   // Units some of whose parameters got no gradient this pass, in the same order on every rank.
   for (size_t u = 0; u < units_.size(); ++u)
     if (units_[u]->in_pass()) unit_backward_done(u);
-  root().release();
+  // The root, and any unit prefetched whose backward did not come.
+  for (auto& unit : units_) unit->release();
 }
 
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
@@ -153,9 +178,17 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
     for (auto& unit : units_) unit->end_pass();
   }
   root().gather();
+  calls_this_forward_.clear();
   models::ModelOutput out = module().forward(batch);
-  if (!autograd::GradMode::is_enabled() && !summoned_)  // no backward will follow: shards only
-    for (auto& unit : units_) unit->release();
+  if (calls_this_forward_ != forward_order_) {  // the first step, or the model took another path
+    forward_order_ = calls_this_forward_;
+    std::fill(order_position_.begin(), order_position_.end(), -1);
+    for (size_t i = forward_order_.size(); i-- > 0;) order_position_[forward_order_[i]] = static_cast<int>(i);
+  }
+  const bool no_backward = !autograd::GradMode::is_enabled() && !summoned_;
+  for (size_t u = 0; u + 1 < units_.size(); ++u)  // shards only, or what the backward needs
+    if (no_backward || (options_.reshard_after_forward && order_position_[u] < 0)) units_[u]->release();
+  if (no_backward) root().release();
   return out;
 }
 

@@ -33,6 +33,12 @@ struct EngineOptions {
   // Modules of these classes keep only their input too, whether they are units or inside one.
   std::vector<std::string> checkpoint_classes;
   bool reduce_bf16 = false;  // fsdp_reduce_dtype: bf16
+  // fsdp_forward_prefetch: a unit's call issues the all-gather of the unit that came next in
+  // the previous step's forward before computing.
+  bool forward_prefetch = false;
+  // fsdp_backward_prefetch: BACKWARD_PRE issues the all-gather of the unit whose backward comes
+  // next when a unit's backward begins, BACKWARD_POST when it ends.
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
 };
 
 class FsdpModel final : public ShardedModel {
@@ -62,6 +68,9 @@ class FsdpModel final : public ShardedModel {
   void begin_full_params(bool writeback) override;
   void end_full_params(bool writeback) noexcept override;
   void hook_unit(size_t u);
+  // The unit `offset` places after u in the last forward's order (-1: the one before), if any.
+  FlatUnit* neighbour(size_t u, int offset);
+  void prefetch(FlatUnit* unit);
   void first_gradient(size_t u);
   void unit_backward_done(size_t u);
   void finish_backward();
@@ -76,6 +85,11 @@ class FsdpModel final : public ShardedModel {
   std::vector<nn::Module*> call_boundaries_;      // per unit; null: gathered by forward(batch)
   std::vector<Piece> pieces_;
   std::vector<autograd::HookHandle> hooks_;
+  // Units (not the root) in the order the last forward called them, and each unit's place in
+  // it (-1: not called): what prefetching follows. Ranks run the same code, so every rank
+  // issues the same gathers in the same order.
+  std::vector<size_t> forward_order_, calls_this_forward_;
+  std::vector<int> order_position_;
   bool backward_queued_ = false;
   bool sync_ = true;  // off inside no_sync()
   bool summoned_ = false;  // inside summon_full_params(): every unit stays gathered

@@ -17,7 +17,6 @@ void warn_unapplied(const FsdpConfig& c) {
     log::warn("fsdp_config.{}: not implemented by acc's FSDP engine yet; ignored", key);
   };
   if (c.offload_params) warn("fsdp_offload_params");
-  if (c.forward_prefetch) warn("fsdp_forward_prefetch");
   if (c.cpu_ram_efficient_loading) warn("fsdp_cpu_ram_efficient_loading");
   // acc always keeps the original parameters, as views into the flat buffer.
   if (!c.use_orig_params) warn("fsdp_use_orig_params");
@@ -61,7 +60,8 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   EngineOptions options{name(), {shard_group_, replicate_group_}, {self_group_, world()},
                         reshards_after_forward(setting_),
                         bf16 ? DType::bf16 : DType::f32, fsdp.activation_checkpointing,
-                        fsdp.activation_checkpointing_cls, fsdp.reduce_bf16};
+                        fsdp.activation_checkpointing_cls, fsdp.reduce_bf16,
+                        fsdp.forward_prefetch, fsdp.backward_prefetch};
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
              shard_size_, replicate_group_->size());
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));

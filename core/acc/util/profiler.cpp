@@ -73,10 +73,13 @@ Scope::~Scope() {
   if (start_ns_ == -1) return;
   --t_depth;
   if (start_ns_ < 0) return;
-  const double seconds = static_cast<double>(now_ns() - start_ns_) * 1e-9;
+  add(name_, static_cast<double>(now_ns() - start_ns_) * 1e-9);
+}
+
+void add(const char* name, double seconds) {
   std::lock_guard lock(totals().mu);
-  Entry& e = totals().by_name[name_];
-  e.name = name_;
+  Entry& e = totals().by_name[name];
+  e.name = name;
   e.seconds += seconds;
   ++e.calls;
 }

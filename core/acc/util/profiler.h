@@ -23,6 +23,10 @@ std::vector<Entry> snapshot();
 // The `top` largest entries as a table: name, total ms, share of all marked time, calls.
 std::string report(size_t top = 20);
 
+// Counts one call of `name` that took `seconds`, for spans a Scope cannot bracket (begun and
+// ended in different calls, e.g. a collective on the communication thread).
+void add(const char* name, double seconds);
+
 class Scope {
  public:
   explicit Scope(const char* name);
