@@ -146,7 +146,8 @@ bool CommEngine::progress(Active& a) {
   }
   // All the communication time, hidden by compute or not (comm.wait is the part that was not).
   if (a.task.collective && profiler::enabled())
-    profiler::add("comm.collective", std::chrono::duration<double>(std::chrono::steady_clock::now() - a.started).count());
+    profiler::add("comm.collective", std::chrono::duration<double>(std::chrono::steady_clock::now() - a.started).count(),
+                  /*alongside=*/true);
   a.task.work->mark_done();
   return true;
 }

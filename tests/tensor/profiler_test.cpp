@@ -34,5 +34,17 @@ TEST(Profiler, CountsOnlyWhenEnabledAndOnlyOutermostScopes) {
   profiler::reset();
 }
 
+// Time another thread spent beside the marked ops is listed, but is no share of their total.
+TEST(Profiler, AlongsideTimeIsListedWithoutAShare) {
+  profiler::reset();
+  profiler::add("ops", 0.3);
+  profiler::add("ops", 0.1);
+  profiler::add("comm.collective", 0.8, /*alongside=*/true);
+  const std::string table = profiler::report();
+  EXPECT_NE(table.find("ops                                 400.0 ms    100.0%        2 calls"), std::string::npos) << table;
+  EXPECT_NE(table.find("comm.collective                     800.0 ms alongside        1 calls"), std::string::npos) << table;
+  profiler::reset();
+}
+
 }  // namespace
 }  // namespace acc

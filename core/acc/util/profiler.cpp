@@ -52,13 +52,16 @@ std::vector<Entry> snapshot() {
 std::string report(size_t top) {
   const auto entries = snapshot();
   double total = 0;
-  for (const auto& e : entries) total += e.seconds;
+  for (const auto& e : entries)
+    if (!e.alongside) total += e.seconds;
   std::string out;
   char line[160];
   for (size_t i = 0; i < std::min(top, entries.size()); ++i) {
     const Entry& e = entries[i];
-    std::snprintf(line, sizeof line, "  %-30s %10.1f ms %5.1f%% %8lld calls\n", e.name.c_str(), 1e3 * e.seconds,
-                  total > 0 ? 100.0 * e.seconds / total : 0.0, static_cast<long long>(e.calls));
+    char share[16] = "alongside";
+    if (!e.alongside) std::snprintf(share, sizeof share, "%5.1f%%", total > 0 ? 100.0 * e.seconds / total : 0.0);
+    std::snprintf(line, sizeof line, "  %-30s %10.1f ms %9s %8lld calls\n", e.name.c_str(), 1e3 * e.seconds,
+                  share, static_cast<long long>(e.calls));
     out += line;
   }
   return out;
@@ -76,12 +79,13 @@ Scope::~Scope() {
   add(name_, static_cast<double>(now_ns() - start_ns_) * 1e-9);
 }
 
-void add(const char* name, double seconds) {
+void add(const char* name, double seconds, bool alongside) {
   std::lock_guard lock(totals().mu);
   Entry& e = totals().by_name[name];
   e.name = name;
   e.seconds += seconds;
   ++e.calls;
+  e.alongside = alongside;
 }
 
 }  // namespace acc::profiler

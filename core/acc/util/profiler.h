@@ -17,15 +17,18 @@ struct Entry {
   std::string name;
   double seconds = 0;
   int64_t calls = 0;
+  bool alongside = false;  // spent on another thread beside the marked ops (see add)
 };
 // Entries sorted by time, largest first.
 std::vector<Entry> snapshot();
 // The `top` largest entries as a table: name, total ms, share of all marked time, calls.
+// Entries counted alongside are listed without a share and do not count in the total.
 std::string report(size_t top = 20);
 
 // Counts one call of `name` that took `seconds`, for spans a Scope cannot bracket (begun and
-// ended in different calls, e.g. a collective on the communication thread).
-void add(const char* name, double seconds);
+// ended in different calls, e.g. a collective on the communication thread). `alongside`: time
+// another thread spent beside the marked ops (overlapping them), not a share of theirs.
+void add(const char* name, double seconds, bool alongside = false);
 
 class Scope {
  public:
