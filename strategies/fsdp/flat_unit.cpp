@@ -85,9 +85,13 @@ void FlatUnit::start_gather() {
 
 void FlatUnit::gather() {
   start_gather();
+  wait_for_gather();
+}
+
+void FlatUnit::wait_for_gather() {
   if (!gathering_) return;
-  // Forget the work first: if it failed, wait() throws, and the next gather() re-raises
-  // nothing stale.
+  // Forget the work first: if it failed, wait() throws, and a later call re-raises nothing
+  // stale.
   auto work = std::move(gathering_);
   work->wait();
 }
@@ -102,10 +106,7 @@ void FlatUnit::write_back() {
 
 void FlatUnit::release() {
   if (!sharded()) return;
-  if (gathering_) {  // its bytes are being written: wait before returning them
-    auto work = std::move(gathering_);
-    work->wait();
-  }
+  wait_for_gather();  // a gather in flight is writing the bytes
   full_.storage()->release();
 }
 

@@ -101,6 +101,7 @@ class FlatUnit {
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;
   std::shared_ptr<dist::Work> gathering_;  // start_gather()'s all-gather, until waited for
+  void wait_for_gather();  // no-op when none is in flight
   Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
   size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
   int64_t trainable_numel_ = 0;  // the flat prefix the trainable slots fill

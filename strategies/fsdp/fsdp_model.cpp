@@ -96,10 +96,9 @@ FlatUnit* FsdpModel::neighbour(size_t u, int offset) {
   return units_[forward_order_[static_cast<size_t>(next)]].get();
 }
 
-// Only under FULL_SHARD-like resharding is there anything to fetch: otherwise units stay
-// gathered from their forward to their backward. One unit ahead of the compute that issues it,
-// so at most the root, the unit computing and the next one are gathered: the bound PyTorch's
-// limit_all_gathers enforces.
+// One unit ahead of the compute that issues it, so at most the root, the unit computing and
+// the next one are gathered: the bound PyTorch's limit_all_gathers enforces. (Backward prefetch
+// only runs when resharding after forward; otherwise units stay gathered until their backward.)
 void FsdpModel::prefetch(FlatUnit* unit) {
   if (unit) unit->start_gather();
 }
@@ -185,10 +184,12 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
     std::fill(order_position_.begin(), order_position_.end(), -1);
     for (size_t i = forward_order_.size(); i-- > 0;) order_position_[forward_order_[i]] = static_cast<int>(i);
   }
-  const bool no_backward = !autograd::GradMode::is_enabled() && !summoned_;
-  for (size_t u = 0; u + 1 < units_.size(); ++u)  // shards only, or what the backward needs
-    if (no_backward || (options_.reshard_after_forward && order_position_[u] < 0)) units_[u]->release();
-  if (no_backward) root().release();
+  if (!autograd::GradMode::is_enabled() && !summoned_) {  // no backward will follow: shards only
+    for (auto& unit : units_) unit->release();
+  } else if (options_.reshard_after_forward) {  // units prefetched but not called this time
+    for (size_t u = 0; u + 1 < units_.size(); ++u)
+      if (order_position_[u] < 0) units_[u]->release();
+  }
   return out;
 }
 

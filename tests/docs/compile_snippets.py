@@ -29,7 +29,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FENCE = re.compile(r"^\s*```+\s*([\w+-]*)")
+from markdown_fences import fenced_blocks, last_text_line_before
+
 CONTEXT = re.compile(r"\s*<!--\s*snippet-context:(.*)-->\s*$", re.S)
 INCLUDE = re.compile(r"^\s*#\s*include\b")
 MAIN = re.compile(r"\bint\s+main\s*\(")
@@ -81,9 +82,7 @@ def classify(code):
 
 def context_before(lines, fence):
     """(text, 1-based line) of a snippet-context comment ending just before lines[fence]."""
-    end = fence - 1
-    while end >= 0 and not lines[end].strip():
-        end -= 1
+    end = last_text_line_before(lines, fence)
     if end < 0 or not lines[end].rstrip().endswith("-->"):
         return "", 0
     start = end
@@ -97,21 +96,13 @@ def extract(root, md):
     """The ```cpp blocks of one markdown file, with their snippet-context comments."""
     rel = os.path.relpath(md, root)
     lines = Path(md).read_text(encoding="utf-8").split("\n")
-    blocks, i = [], 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        end = i + 1
-        while end < len(lines) and not re.match(r"^\s*```+\s*$", lines[end]):
-            end += 1
-        if m.group(1) == "cpp":
-            block = Block(rel, i + 2, lines[i + 1:end])
-            block.context, block.context_line = context_before(lines, i)
+    blocks = []
+    for language, fence, body in fenced_blocks(lines):
+        if language == "cpp":
+            block = Block(rel, fence + 2, body)
+            block.context, block.context_line = context_before(lines, fence)
             block.kind = classify(block.code)
             blocks.append(block)
-        i = end + 1
     return blocks
 
 

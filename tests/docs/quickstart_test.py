@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from markdown_fences import fenced_blocks, last_text_line_before
+
 DOC = "docs/quickstart.md"
 # Short enough for a test, long enough that checkpoints, validation and a resumable state exist.
 STEP_OPTIONS = {"--steps": 4, "--save_every": 2, "--val-every": 2, "--val-batches": 2,
@@ -33,24 +35,15 @@ NOT_RUN = {"build", "runs", "checkpoints"}   # the build under test, and the out
 def sh_blocks(path):
     """[(first line, text, skip reason or None)] for each ```sh block."""
     lines = path.read_text(encoding="utf-8").split("\n")
-    blocks, i = [], 0
-    while i < len(lines):
-        m = re.match(r"^```+\s*([\w+-]*)", lines[i])
-        if not m:
-            i += 1
+    blocks = []
+    for language, fence, body in fenced_blocks(lines):
+        if language not in ("sh", "bash"):
             continue
-        end = i + 1
-        while end < len(lines) and not re.match(r"^```+\s*$", lines[end]):
-            end += 1
-        if m.group(1) in ("sh", "bash"):
-            prev = i - 1
-            while prev >= 0 and not lines[prev].strip():
-                prev -= 1
-            skip = SKIP_RE.search(lines[prev]) if prev >= 0 else None
-            if skip and not (skip.group(1) or "").strip():
-                sys.exit(f"{path}:{prev + 1}: a quickstart-test skip needs a reason: skip (why)")
-            blocks.append((i + 2, "\n".join(lines[i + 1:end]), skip.group(1) if skip else None))
-        i = end + 1
+        prev = last_text_line_before(lines, fence)
+        skip = SKIP_RE.search(lines[prev]) if prev >= 0 else None
+        if skip and not (skip.group(1) or "").strip():
+            sys.exit(f"{path}:{prev + 1}: a quickstart-test skip needs a reason: skip (why)")
+        blocks.append((fence + 2, "\n".join(body), skip.group(1) if skip else None))
     return blocks
 
 
