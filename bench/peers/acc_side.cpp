@@ -11,6 +11,7 @@
 #include <string>
 
 #include "acc/acc.h"
+#include "acc/memory/resident.h"
 #include "acc/models/checkpoint.h"
 #include "acc/runtime/threads.h"
 #include "acc/train/cli.h"
@@ -19,14 +20,6 @@
 namespace {
 
 using namespace acc;
-
-// Highest resident set size of this process so far (VmHWM), in MB.
-double peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return 0;
-}
 
 int run(int argc, char** argv) {
   train::Args args(argc, argv);
@@ -73,7 +66,7 @@ int run(int argc, char** argv) {
   for (size_t i = 1; i < seconds.size(); ++i) timed += seconds[i];
   const double tokens_per_s = static_cast<double>((steps - 1) * batch * seq) / timed;
   std::vector<float> rss(static_cast<size_t>(world().size()), 0.f);
-  rss[static_cast<size_t>(world().rank())] = static_cast<float>(peak_rss_mb());
+  rss[static_cast<size_t>(world().rank())] = static_cast<float>(static_cast<double>(memory::peak_resident_bytes()) / (1 << 20));
   Tensor all_rss = Tensor::from_vector(rss, {world().size()});
   world().all_reduce(all_rss);
   if (world().rank() == 0) {

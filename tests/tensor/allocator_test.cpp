@@ -2,9 +2,12 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 
 #include "acc/memory/allocator.h"
+#include "acc/memory/resident.h"
 #include "acc/tensor/tensor.h"
+#include "support/test_support.h"
 
 namespace acc {
 namespace {
@@ -120,6 +123,69 @@ TEST(AllocatorCache, SmallBlocksAreNotCached) {
   void* a = memory::allocate(1000, memory::Category::other);
   memory::deallocate(a, 1000, memory::Category::other);
   EXPECT_EQ(memory::report().cached, 0);
+}
+
+}  // namespace
+}  // namespace acc
+
+namespace acc {
+namespace {
+
+std::filesystem::path file_tier_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / "acc-file-tier-test";
+  std::filesystem::create_directories(dir);
+  memory::set_file_tier_dir(dir);
+  return dir;
+}
+
+TEST(AllocatorTiers, TensorsInATierScopeAreCountedInThatTier) {
+  const auto before = memory::report();
+  {
+    memory::TierScope tier(memory::Tier::offload);
+    memory::CategoryScope category(memory::Category::optimizer_state);
+    Tensor m = Tensor::zeros({100});
+    EXPECT_EQ(m.storage()->tier(), memory::Tier::offload);
+    const auto mid = memory::report();
+    EXPECT_EQ(mid[memory::Tier::offload].current - before[memory::Tier::offload].current, 400);
+    EXPECT_EQ(mid.at(memory::Tier::offload, memory::Category::optimizer_state).current -
+                  before.at(memory::Tier::offload, memory::Category::optimizer_state).current, 400);
+    EXPECT_EQ(mid[memory::Tier::compute].current, before[memory::Tier::compute].current);
+    EXPECT_EQ(mid[memory::Category::optimizer_state].current - before[memory::Category::optimizer_state].current, 400);
+  }
+  EXPECT_EQ(memory::current_tier(), memory::Tier::compute);
+  EXPECT_EQ(memory::report()[memory::Tier::offload].current, before[memory::Tier::offload].current);
+}
+
+// A file-tier block keeps its values through page_out (they are read back from the file), and
+// page_out really drops it from resident memory.
+TEST(AllocatorTiers, FileTierKeepsValuesThroughPageOut) {
+  const auto dir = file_tier_dir();
+  const auto before = memory::report();
+  memory::TierScope tier(memory::Tier::file);
+  const int64_t n = int64_t{16} << 20;  // 64 MB of f32
+  Tensor t = Tensor::empty({n});
+  EXPECT_EQ(memory::report()[memory::Tier::file].current - before[memory::Tier::file].current, 4 * n);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 1000);
+  const int64_t touched = memory::resident_bytes();
+  page_out(t);
+  const int64_t paged_out = memory::resident_bytes();
+  EXPECT_GE(touched - paged_out, 4 * n * 9 / 10);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += p[i] - static_cast<float>(i % 1000);
+  EXPECT_EQ(sum, 0.0);
+  // Each block is an unlinked file: nothing is left in the directory.
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(AllocatorTiers, FileTierDirectoryIsCheckedUpFront) {
+  EXPECT_NE(test::error_of([] { memory::set_file_tier_dir("/nonexistent/dir"); })
+                .find("offload_dir '/nonexistent/dir' is not a directory"),
+            std::string::npos);
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string full = test::error_of([&] { memory::set_file_tier_dir(dir, int64_t{1} << 62); });
+  EXPECT_NE(full.find("MiB free, but this rank's offloaded master parameters and optimizer state need about"),
+            std::string::npos) << full;
 }
 
 }  // namespace

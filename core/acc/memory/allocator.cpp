@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "acc/memory/file_tier.h"
 #include "acc/util/error.h"
 
 namespace acc::memory {
@@ -113,8 +114,19 @@ size_t rounded_size(size_t nbytes) {
 }
 
 std::array<Counter, kNumCategories> g_by_category;
+std::array<Counter, kNumTiers> g_by_tier;
+std::array<std::array<Counter, kNumCategories>, kNumTiers> g_by_tier_category;
 Counter g_total;
 thread_local Category t_category = Category::other;
+thread_local Tier t_tier = Tier::compute;
+
+void count(Category category, Tier tier, int64_t bytes) noexcept {
+  const auto c = static_cast<size_t>(category), t = static_cast<size_t>(tier);
+  g_by_category[c].add(bytes);
+  g_by_tier[t].add(bytes);
+  g_by_tier_category[t][c].add(bytes);
+  g_total.add(bytes);
+}
 
 }  // namespace
 
@@ -125,13 +137,26 @@ std::string_view category_name(Category c) {
     case Category::optimizer_state: return "optimizer_state";
     case Category::activations: return "activations";
     case Category::communication: return "communication";
-    case Category::offload: return "offload";
     case Category::other: return "other";
   }
   return "unknown";
 }
 
-void* allocate(size_t nbytes, Category category) {
+std::string_view tier_name(Tier t) {
+  switch (t) {
+    case Tier::compute: return "compute";
+    case Tier::offload: return "offload";
+    case Tier::file: return "file";
+  }
+  return "unknown";
+}
+
+void* allocate(size_t nbytes, Category category, Tier tier) {
+  if (tier == Tier::file) {
+    void* p = file_tier::map(nbytes);
+    count(category, tier, static_cast<int64_t>(nbytes));
+    return p;
+  }
   const size_t rounded = rounded_size(nbytes);
   void* ptr = rounded >= kCacheMinBytes ? cache().take(rounded) : nullptr;
   if (!ptr) ptr = std::aligned_alloc(kAlignment, rounded);
@@ -142,22 +167,31 @@ void* allocate(size_t nbytes, Category category) {
   if (!ptr)
     ACC_FAIL("out of memory: could not allocate ", nbytes, " bytes for ", category_name(category),
              " (now live: ", g_total.usage().current, " bytes)");
-  g_by_category[static_cast<size_t>(category)].add(static_cast<int64_t>(nbytes));
-  g_total.add(static_cast<int64_t>(nbytes));
+  count(category, tier, static_cast<int64_t>(nbytes));
   return ptr;
 }
 
-void deallocate(void* ptr, size_t nbytes, Category category) noexcept {
+void deallocate(void* ptr, size_t nbytes, Category category, Tier tier) noexcept {
   if (!ptr) return;
-  const size_t rounded = rounded_size(nbytes);
-  if (rounded < kCacheMinBytes || !cache().keep(ptr, rounded)) std::free(ptr);
-  g_by_category[static_cast<size_t>(category)].add(-static_cast<int64_t>(nbytes));
-  g_total.add(-static_cast<int64_t>(nbytes));
+  if (tier == Tier::file) {
+    file_tier::unmap(ptr, nbytes);
+  } else {
+    const size_t rounded = rounded_size(nbytes);
+    if (rounded < kCacheMinBytes || !cache().keep(ptr, rounded)) std::free(ptr);
+  }
+  count(category, tier, -static_cast<int64_t>(nbytes));
 }
 
 void count_external(Category category, int64_t bytes) noexcept {
-  g_by_category[static_cast<size_t>(category)].add(bytes);
-  g_total.add(bytes);
+  count(category, Tier::compute, bytes);
+}
+
+void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes) {
+  file_tier::set_dir(dir, reserve_bytes);
+}
+
+void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept {
+  if (tier == Tier::file) file_tier::page_out(ptr, nbytes);
 }
 
 void release_cached() { cache().release(); }
@@ -169,6 +203,11 @@ Category current_category() { return t_category; }
 CategoryScope::CategoryScope(Category category) : previous_(t_category) { t_category = category; }
 CategoryScope::~CategoryScope() { t_category = previous_; }
 
+Tier current_tier() { return t_tier; }
+
+TierScope::TierScope(Tier tier) : previous_(t_tier) { t_tier = tier; }
+TierScope::~TierScope() { t_tier = previous_; }
+
 int64_t physical_memory_bytes() {
   const auto pages = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES));
   const auto page = static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
@@ -178,6 +217,11 @@ int64_t physical_memory_bytes() {
 Report report() {
   Report r;
   for (size_t i = 0; i < kNumCategories; ++i) r.by_category[i] = g_by_category[i].usage();
+  for (size_t t = 0; t < kNumTiers; ++t) {
+    r.by_tier[t] = g_by_tier[t].usage();
+    for (size_t i = 0; i < kNumCategories; ++i)
+      r.by_tier_category[t][i] = g_by_tier_category[t][i].usage();
+  }
   r.total = g_total.usage();
   r.cached = cache().cached();
   return r;
@@ -185,6 +229,9 @@ Report report() {
 
 void reset_peaks() {
   for (auto& c : g_by_category) c.reset_peak();
+  for (auto& t : g_by_tier) t.reset_peak();
+  for (auto& tier : g_by_tier_category)
+    for (auto& c : tier) c.reset_peak();
   g_total.reset_peak();
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 // The one allocator behind every tensor. It hands out 64-byte aligned blocks and counts the
-// requested bytes, current and peak, per category, so that memory claims (ZeRO formulas per
-// rank) can be checked exactly. The category of an allocation is the innermost active
-// CategoryScope on the allocating thread.
+// requested bytes, current and peak, per category and per tier, so that memory claims (ZeRO
+// formulas per rank, what offload moves) can be checked exactly. The category and tier of an
+// allocation are the innermost active CategoryScope and TierScope on the allocating thread.
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string_view>
 
 namespace acc::memory {
@@ -16,18 +17,41 @@ enum class Category : uint8_t {
   optimizer_state,
   activations,
   communication,
-  offload,
   other,
 };
-inline constexpr size_t kNumCategories = 7;
+inline constexpr size_t kNumCategories = 6;
 inline constexpr size_t kAlignment = 64;
 
 std::string_view category_name(Category c);
 
-// Allocates nbytes (0 allowed) aligned to kAlignment, counted under `category`.
-void* allocate(size_t nbytes, Category category);
-// Releases a block from allocate(); nbytes and category must be those it was allocated with.
-void deallocate(void* ptr, size_t nbytes, Category category) noexcept;
+// Where a block lives. On a GPU machine the compute tier would be device memory; on this CPU
+// build every tier is host memory, and what the tiers give is the split: a strategy that
+// offloads (fsdp_offload_params) puts its master parameters, their gradients and the optimizer
+// state in the offload tier, and the report shows what is left for computing.
+//   compute  gathered parameters, activations, communication buffers (the default)
+//   offload  host memory set aside for the optimizer's side of training
+//   file     pages of files under the file tier's directory (offload_dir), mapped shared: the
+//            kernel writes them back to disk, and page_out() drops them from this process's
+//            resident memory between uses
+enum class Tier : uint8_t { compute, offload, file };
+inline constexpr size_t kNumTiers = 3;
+std::string_view tier_name(Tier t);
+
+// Allocates nbytes (0 allowed) aligned to kAlignment, counted under `category` and `tier`.
+// The file tier needs set_file_tier_dir() first; a full disk is an error naming the directory.
+void* allocate(size_t nbytes, Category category, Tier tier = Tier::compute);
+// Releases a block from allocate(); nbytes, category and tier must be those it was allocated
+// with.
+void deallocate(void* ptr, size_t nbytes, Category category, Tier tier = Tier::compute) noexcept;
+
+// The directory file-tier blocks are created in (each block its own file, unlinked at once, so
+// nothing is left behind however the process ends). Checks that it is a writable directory and
+// has at least `reserve_bytes` free, with an error naming the path otherwise.
+void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes = 0);
+// Drops the whole pages inside [ptr, ptr + nbytes) of a file-tier block from this process's
+// resident memory; their contents stay in the file (read back on the next touch). Does nothing
+// for other tiers.
+void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept;
 
 // Counts memory acc holds outside allocate(), such as a mapped shared-memory segment:
 // count_external(c, +bytes) when it is mapped, count_external(c, -bytes) when unmapped.
@@ -35,6 +59,8 @@ void count_external(Category category, int64_t bytes) noexcept;
 
 // The category new allocations on this thread are counted under (default: other).
 Category current_category();
+// The tier new tensors on this thread are placed in (default: compute).
+Tier current_tier();
 
 // RAII: allocations on this thread inside the scope are counted under `category`.
 class CategoryScope {
@@ -48,16 +74,34 @@ class CategoryScope {
   Category previous_;
 };
 
+// RAII: tensors created on this thread inside the scope are placed in `tier`.
+class TierScope {
+ public:
+  explicit TierScope(Tier tier);
+  ~TierScope();
+  TierScope(const TierScope&) = delete;
+  TierScope& operator=(const TierScope&) = delete;
+
+ private:
+  Tier previous_;
+};
+
 struct Usage {
   int64_t current = 0;  // bytes live now
   int64_t peak = 0;     // highest `current` since the last reset_peaks()
 };
 
 struct Report {
-  std::array<Usage, kNumCategories> by_category{};
+  std::array<Usage, kNumCategories> by_category{};  // over every tier
+  std::array<Usage, kNumTiers> by_tier{};            // over every category
+  std::array<std::array<Usage, kNumCategories>, kNumTiers> by_tier_category{};
   Usage total;         // peak of the sum, not the sum of peaks
   int64_t cached = 0;  // freed large blocks kept for reuse (not live, not in any category)
   const Usage& operator[](Category c) const { return by_category[static_cast<size_t>(c)]; }
+  const Usage& operator[](Tier t) const { return by_tier[static_cast<size_t>(t)]; }
+  const Usage& at(Tier t, Category c) const {
+    return by_tier_category[static_cast<size_t>(t)][static_cast<size_t>(c)];
+  }
 };
 
 Report report();

@@ -57,6 +57,10 @@ void Optimizer::step() {
       ParamState& state = restore_state(g, i);
       ++state.step;
       update(p, grad, lr, wd, copy, state);
+      // Offloaded to files, a parameter's master and state stream through the step: paged in
+      // by the update, dropped from resident memory right after.
+      page_out(p);
+      for (const Tensor& t : state.tensors) page_out(t);
     }
   }
 }
@@ -88,9 +92,12 @@ ParamState& Optimizer::restore_state(size_t group, size_t index, bool allocated)
   ParamState& s = const_cast<ParamState&>(state(group, index));
   if (!allocated) s = ParamState{};
   if (!allocated || s.tensors.size() == state_names_.size()) return s;
+  // The state lives in the parameter's tier: offloaded masters get offloaded state.
+  const Tensor& param = groups_[group].params[index];
   memory::CategoryScope scope(memory::Category::optimizer_state);
+  memory::TierScope tier(param.storage()->tier());
   for (size_t k = 0; k < state_names_.size(); ++k)
-    s.tensors.push_back(Tensor::zeros(groups_[group].params[index].shape()));
+    s.tensors.push_back(Tensor::zeros(param.shape()));
   return s;
 }
 

@@ -2,7 +2,8 @@
 // Optimizer base: parameter groups (each with its own lr / weight decay), zero_grad, and a
 // step that visits every f32 parameter that has a gradient. The base owns each parameter's
 // state (named tensors shaped like it, plus its step count), so checkpoints read and restore
-// every optimizer the same way. State lives under memory::Category::optimizer_state.
+// every optimizer the same way. State lives under memory::Category::optimizer_state, in the
+// memory tier of its parameter.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -23,24 +23,34 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
-Storage::Storage(size_t nbytes, memory::Category category)
-    : data_(memory::allocate(nbytes, category)), nbytes_(nbytes), category_(category) {}
+Storage::Storage(size_t nbytes, memory::Category category, memory::Tier tier)
+    : data_(memory::allocate(nbytes, category, tier)), nbytes_(nbytes), category_(category), tier_(tier) {}
+
+Storage::Storage(Unallocated, size_t nbytes, memory::Category category, memory::Tier tier)
+    : data_(nullptr), nbytes_(nbytes), category_(category), tier_(tier), released_(true) {}
 
 Storage::~Storage() {
-  if (!released_) memory::deallocate(data_, nbytes_, category_);
+  if (!released_) memory::deallocate(data_, nbytes_, category_, tier_);
 }
 
 void Storage::release() {
   if (released_) return;
-  memory::deallocate(data_, nbytes_, category_);
+  memory::deallocate(data_, nbytes_, category_, tier_);
   data_ = nullptr;
   released_ = true;
 }
 
 void Storage::reacquire() {
   if (!released_) return;
-  data_ = memory::allocate(nbytes_, category_);
+  data_ = memory::allocate(nbytes_, category_, tier_);
   released_ = false;
+}
+
+void page_out(const Tensor& t) noexcept {
+  if (!t.defined() || t.storage()->released() || t.storage()->tier() != memory::Tier::file) return;
+  const auto* base = static_cast<const char*>(t.storage()->data());
+  memory::page_out(base + t.storage_offset() * static_cast<int64_t>(dtype_size(t.dtype())), t.nbytes(),
+                   memory::Tier::file);
 }
 
 namespace {
@@ -96,7 +106,18 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   check_shape(shape, "Tensor::empty");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
-                                            memory::current_category());
+                                            memory::current_category(), memory::current_tier());
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::unallocated(const Shape& shape, DType dtype) {
+  check_shape(shape, "Tensor::unallocated");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(Storage::Unallocated{},
+                                            static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
+                                            memory::current_category(), memory::current_tier());
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));

@@ -37,7 +37,10 @@ class Node;
 // an error (data() checks).
 class Storage {
  public:
-  Storage(size_t nbytes, memory::Category category);
+  Storage(size_t nbytes, memory::Category category, memory::Tier tier = memory::Tier::compute);
+  // A storage that starts released: it takes memory at its first reacquire().
+  struct Unallocated {};
+  Storage(Unallocated, size_t nbytes, memory::Category category, memory::Tier tier);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -48,6 +51,7 @@ class Storage {
   }
   size_t nbytes() const { return nbytes_; }
   memory::Category category() const { return category_; }
+  memory::Tier tier() const { return tier_; }
   bool released() const { return released_; }
   void release();    // no-op when already released
   void reacquire();  // no-op when holding its block; the contents are undefined
@@ -56,8 +60,13 @@ class Storage {
   void* data_;
   size_t nbytes_;
   memory::Category category_;
+  memory::Tier tier_;
   bool released_ = false;
 };
+
+// Drops `t`'s whole pages from resident memory when its storage is in the file tier (the
+// values stay in the file); nothing otherwise. For streaming offloaded state through a step.
+void page_out(const class Tensor& t) noexcept;
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -73,6 +82,8 @@ class Tensor {
 
   // --- creation (storage counted under memory::current_category()) ---
   static Tensor empty(const Shape& shape, DType dtype = DType::f32);
+  // Shape and dtype but no memory yet (its storage is released; see Storage).
+  static Tensor unallocated(const Shape& shape, DType dtype = DType::f32);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape,

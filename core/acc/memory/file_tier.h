@@ -1,0 +1,20 @@
+#pragma once
+// The file tier's blocks (see allocator.h): each block is a file created under one directory,
+// unlinked at once and mapped shared, so its pages are backed by the disk rather than by swap,
+// and no file outlives the process.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+namespace acc::memory::file_tier {
+
+void set_dir(const std::filesystem::path& dir, int64_t reserve_bytes);
+// A page-aligned block of nbytes (rounded up to pages), its disk space reserved up front so
+// that a full disk is an error here, not a SIGBUS when a page is first written.
+void* map(size_t nbytes);
+void unmap(void* ptr, size_t nbytes) noexcept;
+// madvise(MADV_DONTNEED) on the whole pages inside the range: for a shared file mapping the
+// data stays in the file and the page cache; the process stops holding the pages.
+void page_out(const void* ptr, size_t nbytes) noexcept;
+
+}  // namespace acc::memory::file_tier
