@@ -59,6 +59,11 @@ Accelerated accelerate(std::shared_ptr<models::Model> model, const data::DataLoa
                        const Config& config) {
   ACC_CHECK(model, "acc::accelerate: the model is null");
   auto strategy = make_strategy(resolve_auto_strategy(config, *model, loader));
+  if (!strategy->initialises_deferred_parameters() && nn::has_deferred_parameters(*model)) {
+    log::info("acc::accelerate: {} does not initialise deferred parameters on their shards; "
+              "initialising the whole model on every rank", strategy->name());
+    nn::materialize(*model);
+  }
   auto sharded = strategy->wrap(std::move(model));
   const int dp_rank = strategy->data_parallel_rank(), dp_size = strategy->data_parallel_size();
   log::info("acc::accelerate: {} over {} ranks{}, {} data-parallel", strategy->name(),

@@ -10,6 +10,7 @@
 #include "acc/accelerate/sharded_model.h"
 #include "acc/config/config.h"
 #include "acc/data/dataloader.h"
+#include "acc/nn/deferred_init.h"
 #include "acc/plugin/strategy.h"
 
 namespace acc {
@@ -22,6 +23,16 @@ struct Accelerated {
 // acc::init (or an acc::Session) must have run. A collective: every rank calls it.
 Accelerated accelerate(std::shared_ptr<models::Model> model, const data::DataLoader& loader,
                        const Config& config);
+
+// Builds a model for accelerate(). With fsdp_cpu_ram_efficient_loading its parameters get no
+// memory here (nn::DeferredInit): the strategy makes each rank's shards directly, with the
+// values a full initialisation would give, so no rank ever holds the whole model.
+//   auto model = acc::make_model<acc::models::GPT2>(config, acc::models::GPT2Config::small(), 0);
+template <class M, class... Args>
+std::shared_ptr<M> make_model(const Config& config, Args&&... args) {
+  nn::DeferredInit deferred(config.dist.fsdp.cpu_ram_efficient_loading);
+  return std::make_shared<M>(std::forward<Args>(args)...);
+}
 
 // The config with fsdp_sharding_strategy AUTO replaced by the least-communicating strategy
 // whose memory estimate (acc/estimate/memory_estimate.h) fits fsdp_memory_limit: NO_SHARD,

@@ -10,7 +10,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, float init_
 
 void Linear::reset_parameters(uint64_t seed, const std::string& prefix) {
   nn::fill_normal(param("weight"), seed, prefix + "weight", 0.f, init_std_);
-  if (bias_) Tensor(param("bias")).zero_();
+  if (bias_) nn::fill_constant(param("bias"), 0.f);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, float init_std)

@@ -15,5 +15,8 @@ void init_parameters(Module& root, uint64_t seed);
 // Overwrite an existing parameter in place (it may be a view into a flat buffer), f32 or bf16.
 void fill_uniform(const Tensor& p, uint64_t seed, const std::string& name, float low, float high);
 void fill_normal(const Tensor& p, uint64_t seed, const std::string& name, float mean, float std);
+void fill_constant(const Tensor& p, float value);
+// A parameter made inside nn::DeferredInit has no memory: these record what they would write
+// (see deferred_init.h).
 
 }  // namespace acc::nn

@@ -2,17 +2,13 @@
 
 #include <cmath>
 
+#include "acc/nn/deferred_init.h"
 #include "acc/nn/init.h"
 #include "acc/ops/ops.h"
 
 namespace acc::nn {
 
 namespace {
-
-Tensor new_parameter(const Shape& shape) {
-  memory::CategoryScope scope(memory::Category::parameters);
-  return Tensor::zeros(shape);
-}
 
 float inv_sqrt(int64_t fan_in) { return fan_in > 0 ? 1.f / std::sqrt(static_cast<float>(fan_in)) : 0.f; }
 
@@ -55,8 +51,8 @@ LayerNorm::LayerNorm(int64_t dim, double eps) : Module("LayerNorm"), eps_(eps) {
 }
 
 void LayerNorm::reset_parameters(uint64_t, const std::string&) {
-  Tensor(param("weight")).fill_(1.0);
-  Tensor(param("bias")).fill_(0.0);
+  fill_constant(param("weight"), 1.f);
+  fill_constant(param("bias"), 0.f);
 }
 
 Tensor LayerNorm::forward(const Tensor& x) {
@@ -68,7 +64,7 @@ RMSNorm::RMSNorm(int64_t dim, double eps) : Module("RMSNorm"), eps_(eps) {
   reset_parameters(0, "");
 }
 
-void RMSNorm::reset_parameters(uint64_t, const std::string&) { Tensor(param("weight")).fill_(1.0); }
+void RMSNorm::reset_parameters(uint64_t, const std::string&) { fill_constant(param("weight"), 1.f); }
 
 Tensor RMSNorm::forward(const Tensor& x) { return ops::rms_norm(x, param("weight"), eps_); }
 

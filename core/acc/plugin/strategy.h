@@ -30,6 +30,9 @@ class Strategy {
   }
   // Takes over the model: from now on its parameters belong to the returned ShardedModel.
   virtual std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) = 0;
+  // True when wrap() gives deferred parameters (nn::DeferredInit) their values itself, each rank
+  // only its shards; for other strategies accelerate() materialises them whole first.
+  virtual bool initialises_deferred_parameters() const { return false; }
   // Ranks that see different samples: every rank, unless a strategy splits a model over ranks
   // that must see the same batch (tensor parallel).
   virtual int data_parallel_rank() const { return world_->rank(); }
