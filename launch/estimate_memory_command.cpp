@@ -25,6 +25,9 @@ gpt2-large, gpt2-xl, llama-tiny, llama-small), a model config YAML or a .safeten
   --batch B                   global batch in samples (default 8); each rank gets B / N
   --seq T                     tokens per sample (default 1024)
   --activation_checkpointing  each transformer block keeps only its input
+  --offload                   fsdp_offload_params: masters, gradients and optimizer state in
+                              the offload tier; the table splits each total into the compute
+                              tier (gathered, activations, communication) and the offload tier
   --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the rank's share
                               of this machine's memory)
 )";
@@ -33,6 +36,7 @@ struct Options {
   std::string model;
   estimate::Workload workload{.world = 1, .ranks_per_node = 0, .batch = 8, .seq = 1024};
   bool checkpointing = false;
+  bool offload = false;
   int64_t memory_limit = 0;
 };
 
@@ -64,8 +68,7 @@ Options parse(const std::vector<std::string>& args) {
       ACC_CHECK(bytes, a, ": expected a size such as 8GiB or 512MB, got '", v, "'");
       o.memory_limit = *bytes;
     } else if (a == "--offload") {
-      ACC_FAIL("--offload: acc's FSDP plugin does not offload yet (fsdp_offload_params is not "
-               "implemented), so there is no offloaded run to estimate");
+      o.offload = true;
     } else {
       ACC_CHECK(a.rfind("--", 0) != 0, "unknown option '", a, "'\n", kUsage);
       ACC_CHECK(o.model.empty(), "one MODEL expected, got '", o.model, "' and '", a, "'\n", kUsage);
@@ -109,18 +112,25 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   std::cout << "\n" << w.world << " rank" << (w.world > 1 ? "s" : "") << " (" << w.ranks_per_node
             << " per node), global batch " << w.batch << " x " << w.seq << " tokens, "
             << (w.bf16 ? "bf16" : "f32") << " compute, AdamW; bytes per rank\n\n";
-  std::cout << row("strategy", {"parameters", "gradients", "optimizer", "gathered", "activations",
-                                "comm", "total"});
+  std::vector<std::string> header{"parameters", "gradients", "optimizer", "gathered", "activations", "comm", "total"};
+  if (o.offload) header.insert(header.end(), {"compute", "offload"});
+  std::cout << row("strategy", header);
   // AUTO's plans, with or without checkpointing as asked (AUTO's last plan adds it to FULL_SHARD).
   for (estimate::Plan plan : estimate::candidate_plans(w)) {
     if (plan.activation_checkpointing) continue;
     plan.activation_checkpointing = o.checkpointing;
     const auto e = estimate::estimate(shape, plan, w);
-    std::cout << row(estimate::to_string(plan),
-                     {estimate::format_bytes(e.parameters), estimate::format_bytes(e.gradients),
-                      estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
-                      estimate::format_bytes(e.activations), estimate::format_bytes(e.communication),
-                      estimate::format_bytes(e.total())});
+    std::vector<std::string> cells{
+        estimate::format_bytes(e.parameters),  estimate::format_bytes(e.gradients),
+        estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
+        estimate::format_bytes(e.activations), estimate::format_bytes(e.communication),
+        estimate::format_bytes(e.total())};
+    if (o.offload) {
+      const int64_t offloaded = e.parameters + e.gradients + e.optimizer_state;
+      cells.push_back(estimate::format_bytes(e.total() - offloaded));
+      cells.push_back(estimate::format_bytes(offloaded));
+    }
+    std::cout << row(estimate::to_string(plan), cells);
   }
   const int64_t limit = o.memory_limit > 0 ? o.memory_limit : estimate::default_memory_limit(w.ranks_per_node);
   const auto choice = estimate::choose(shape, w, limit);

@@ -4,6 +4,7 @@
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/grad_math.h"
+#include "acc/nn/deferred_init.h"
 
 namespace acc::fsdp {
 
@@ -13,8 +14,10 @@ namespace {
 // a collective and every kernel over a shard starts on a cache line.
 constexpr int64_t kShardAlign = 16;
 
-Tensor new_buffer(int64_t numel, DType dtype, memory::Category category) {
+Tensor new_buffer(int64_t numel, DType dtype, memory::Category category,
+                  memory::Tier tier = memory::Tier::compute) {
   memory::CategoryScope scope(category);
+  memory::TierScope in(tier);
   return Tensor::zeros({numel}, dtype);
 }
 
@@ -22,9 +25,9 @@ Tensor new_buffer(int64_t numel, DType dtype, memory::Category category) {
 
 FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-                   DType compute_dtype, bool reduce_bf16)
+                   DType compute_dtype, bool reduce_bf16, memory::Tier state_tier)
     : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype),
-      reduce_bf16_(reduce_bf16) {
+      reduce_bf16_(reduce_bf16), state_tier_(state_tier) {
   // Trainable parameters first, frozen ones after: gradients then only need the flat prefix
   // [0, trainable_numel_), and a frozen parameter costs no gradient memory on any rank.
   std::vector<size_t> order(params.size());
@@ -45,28 +48,40 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
   shard_ = std::max<int64_t>(kShardAlign, (per_rank + kShardAlign - 1) / kShardAlign * kShardAlign);
 
   autograd::NoGradGuard no_grad;
-  master_ = new_buffer(shard_, DType::f32, memory::Category::parameters);
+  master_ = new_buffer(shard_, DType::f32, memory::Category::parameters, state_tier_);
   float* dst = master_.data<float>();
   for (size_t k = 0; k < slots_.size(); ++k) {
     const Part part = local_part(slots_[k]);
-    if (part.count)
-      std::copy_n(params[order[k]].second.data<float>() + (part.first - slots_[k].offset), part.count,
-                  dst + (part.first - shard_begin()));
+    if (!part.count) continue;
+    const Tensor& p = params[order[k]].second;
+    const int64_t first = part.first - slots_[k].offset;  // in the parameter
+    float* to = dst + (part.first - shard_begin());
+    if (nn::is_deferred(p))  // made here, this rank's elements only
+      nn::fill_part(p, first, part.count, to);
+    else
+      std::copy_n(p.data<float>() + first, part.count, to);
   }
-  compute_ = compute_dtype_ == DType::f32 ? master_
-                                          : new_buffer(shard_, compute_dtype_, memory::Category::parameters);
+  compute_ = compute_dtype_ == DType::f32
+                 ? master_
+                 : new_buffer(shard_, compute_dtype_, memory::Category::parameters, shard_tier());
   if (compute_dtype_ != DType::f32) compute_.copy_(master_);
   full_ = compute_;
   if (sharded()) {
-    full_ = new_buffer(shard_ * ranks, compute_dtype_, memory::Category::parameters);
-    full_.storage()->release();  // gather() fills it from every rank's shard
+    memory::CategoryScope scope(memory::Category::parameters);
+    full_ = Tensor::unallocated({shard_ * ranks}, compute_dtype_);  // gather() fills it
   }
-  gather();
   for (auto& slot : slots_) {
     root.set_parameter(slot.name, full_.slice_flat(slot.offset, slot.shape));
     slot.view = root.parameter(slot.name);
     trainable_ += slot.view.requires_grad();
   }
+  page_out(master_);
+}
+
+memory::Tier FlatUnit::shard_tier() const {
+  // Files hold what the optimizer alone reads; what every step's communication touches (the
+  // reduced gradient, the bf16 shard the all-gather sends) stays in host memory.
+  return state_tier_ == memory::Tier::file ? memory::Tier::offload : state_tier_;
 }
 
 int64_t FlatUnit::shard_begin() const { return groups_.shard->rank() * shard_; }
@@ -94,6 +109,7 @@ void FlatUnit::wait_for_gather() {
   // stale.
   auto work = std::move(gathering_);
   work->wait();
+  page_out(compute_);  // in a file (offload_dir, f32): sent, so not needed resident until the step
 }
 
 void FlatUnit::write_back() {
@@ -101,6 +117,7 @@ void FlatUnit::write_back() {
   if (sharded() && gathered()) {
     gather();
     master_.copy_(full_.slice_flat(shard_begin(), {shard_}));
+    page_out(master_);
   }
 }
 
@@ -122,7 +139,8 @@ void FlatUnit::begin_pass(bool accumulate, bool sync) {
   }
   // This rank's part of the trainable prefix: none when its shard holds frozen parameters only.
   const int64_t grad_numel = std::clamp<int64_t>(trainable_numel_ - shard_begin(), 0, shard_);
-  if (!grad_.defined()) grad_ = new_buffer(grad_numel, DType::f32, memory::Category::gradients);
+  if (!grad_.defined())
+    grad_ = new_buffer(grad_numel, DType::f32, memory::Category::gradients, shard_tier());
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 

@@ -11,6 +11,10 @@
 //   full       compute [padded]     the gathered unit; the model's parameters are views into
 //                                   it. With a shard group of one rank it *is* `compute`.
 //
+// With offload the first three live in an offload tier (allocator.h): master in `state_tier`
+// (offload, or file for offload_dir), grad and a bf16 compute shard in host offload memory;
+// `full` and the no_sync sum stay in the compute tier.
+//
 // Releasing `full` returns its bytes (Storage::release) while the views, and the tensors
 // autograd saved from them, keep naming the same storage; gather() refills it in place.
 #include <memory>
@@ -43,7 +47,8 @@ class FlatUnit {
   // bytes; the reduce kernels still sum in f32 and round once.
   FlatUnit(std::string name, nn::Module& root,
            const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-           DType compute_dtype, bool reduce_bf16 = false);
+           DType compute_dtype, bool reduce_bf16 = false,
+           memory::Tier state_tier = memory::Tier::compute);
 
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
@@ -97,6 +102,8 @@ class FlatUnit {
   UnitGroups groups_;
   DType compute_dtype_;
   bool reduce_bf16_;
+  memory::Tier state_tier_;  // master's
+  memory::Tier shard_tier() const;  // grad's and a separate compute shard's
   std::vector<Slot> slots_;
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;

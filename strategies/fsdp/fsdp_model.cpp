@@ -20,7 +20,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
     units_.push_back(std::make_unique<FlatUnit>(
         plan.name.empty() ? "<root>" : plan.name, this->module(), plan.params,
         plan.replicated ? options_.replicated_groups : options_.groups, options_.compute_dtype,
-        options_.reduce_bf16));
+        options_.reduce_bf16, plan.replicated ? memory::Tier::compute : options_.offload_tier));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);
   }

@@ -39,6 +39,9 @@ struct EngineOptions {
   // fsdp_backward_prefetch: BACKWARD_PRE issues the all-gather of the unit whose backward comes
   // next when a unit's backward begins, BACKWARD_POST when it ends.
   BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
+  // Where sharded units keep their master shard and optimizer state: compute (no offload),
+  // offload (fsdp_offload_params) or file (fsdp_offload_dir). Ignored modules stay in compute.
+  memory::Tier offload_tier = memory::Tier::compute;
 };
 
 class FsdpModel final : public ShardedModel {

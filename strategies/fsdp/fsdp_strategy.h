@@ -20,6 +20,8 @@ class FsdpStrategy final : public Strategy {
   void setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
              const Config& config) override;
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;
+  // Each unit makes this rank's shard of a deferred parameter from its recorded initialisation.
+  bool initialises_deferred_parameters() const override { return true; }
 
   // Ranks per shard group for this setting, world size and node size.
   int shard_size() const { return shard_size_; }

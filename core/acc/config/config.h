@@ -76,7 +76,11 @@ struct FsdpConfig {
   std::vector<std::string> ignored_modules;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
   bool forward_prefetch = false;
+  // Master parameters, their gradients and the optimizer state in the offload memory tier.
   bool offload_params = false;
+  // Master parameters and optimizer state in files under this directory (fsdp_offload_dir),
+  // paged in only while the optimizer steps; implies offload_params.
+  std::string offload_dir;
   StateDictType state_dict_type = StateDictType::SHARDED_STATE_DICT;
   bool sync_module_states = false;
   bool cpu_ram_efficient_loading = false;

@@ -164,6 +164,7 @@ Section fsdp_keys(Config& c) {
       {"fsdp_backward_prefetch_policy", backward_prefetch},  // older accelerate's name
       {"fsdp_forward_prefetch", bool_key(f.forward_prefetch)},
       {"fsdp_offload_params", bool_key(f.offload_params)},
+      {"fsdp_offload_dir", string_key(f.offload_dir)},
       {"fsdp_state_dict_type", enum_key(f.state_dict_type, parse_state_dict_type)},
       {"fsdp_sync_module_states", bool_key(f.sync_module_states)},
       {"fsdp_cpu_ram_efficient_loading", bool_key(f.cpu_ram_efficient_loading)},
@@ -250,6 +251,7 @@ void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
   put(out, "fsdp_backward_prefetch", to_string(f.backward_prefetch));
   put(out, "fsdp_forward_prefetch", f.forward_prefetch);
   put(out, "fsdp_offload_params", f.offload_params);
+  if (!f.offload_dir.empty()) put(out, "fsdp_offload_dir", f.offload_dir);
   put(out, "fsdp_state_dict_type", to_string(f.state_dict_type));
   put(out, "fsdp_sync_module_states", f.sync_module_states);
   put(out, "fsdp_cpu_ram_efficient_loading", f.cpu_ram_efficient_loading);

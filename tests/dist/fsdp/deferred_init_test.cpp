@@ -1,0 +1,91 @@
+// fsdp_cpu_ram_efficient_loading: a model made by acc::make_model holds no parameter memory;
+// the FSDP units make each rank's shard straight from the recorded initialisation. The shards
+// equal a full initialisation's, so training is that of the plain model bit for bit, and no
+// rank's parameters ever exceed its shards.
+#include <gtest/gtest.h>
+
+#include "acc/memory/allocator.h"
+#include "fsdp_fixtures.h"
+#include "support/test_support.h"
+
+namespace acc::test {
+namespace {
+
+Config deferring(Config config) {
+  config.dist.fsdp.cpu_ram_efficient_loading = true;
+  config.dist.fsdp.sync_module_states = true;  // as accelerate's guide pairs them: no effect here
+  return config;
+}
+
+class DeferredInit : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(DeferredInit, TrainsBitForBitAsAFullInit) {
+  const auto& [strategy, kind] = GetParam();
+  const Config config = strategy_config(strategy, kind);
+  const RunResult plain = run_accelerated(kind, config, 2, 8);
+  const Config deferred = deferring(config);
+  std::shared_ptr<models::Model> model;
+  {
+    nn::DeferredInit scope(deferred.dist.fsdp.cpu_ram_efficient_loading);
+    model = make_model(kind);
+  }
+  ASSERT_TRUE(nn::has_deferred_parameters(*model));
+  data::DataLoader all(make_dataset(kind, 16), {.batch_size = 8, .prefetch = 0});
+  auto [sharded, loader] = accelerate(model, all, deferred);
+  optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+  std::vector<float> losses;
+  for (auto& batch : loader) {
+    opt.zero_grad();
+    Tensor loss = sharded->forward(batch).loss;
+    loss.backward();
+    sharded->clip_grad_norm(kMaxNorm);
+    opt.step();
+    Tensor mean = Tensor::from_vector({loss.item() / static_cast<float>(world().size())}, {1});
+    world().all_reduce(mean);
+    losses.push_back(mean.item());
+  }
+  EXPECT_EQ(losses, plain.losses);
+  const auto params = sharded->full_parameters();
+  ASSERT_EQ(params.size(), plain.params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(params[i].second.to_vector(), plain.params[i].second) << params[i].first;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, DeferredInit,
+                         ::testing::Values(std::tuple{"FULL_SHARD", "gpt2"}, std::tuple{"HYBRID_SHARD", "llama"},
+                                           std::tuple{"NO_SHARD", "mlp"}),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+// GPT-2 small (124M) in GPT2Block units: the parameters' peak while making and wrapping the
+// model is this rank's shards (each unit's elements over the ranks, plus at most 16 of padding
+// per unit), with no unit gathered; and every shard equals the same slice of a full init.
+TEST(DeferredInit, Gpt2SmallHoldsOnlyItsShardsAndEqualsAFullInit) {
+  const int n = world().size();
+  const Config config = deferring(strategy_config("FULL_SHARD", "gpt2"));
+  const int64_t before = memory::report()[memory::Category::parameters].current;
+  memory::reset_peaks();
+  auto model = acc::make_model<models::GPT2>(config, models::GPT2Config::small(), 7);
+  int64_t numel = 0;
+  for (const auto& [_, p] : model->named_parameters()) numel += p.numel();
+  data::DataLoader all(make_token_dataset(8, 50257, 16), {.batch_size = 8, .prefetch = 0});
+  auto [sharded, loader] = accelerate(model, all, config);
+  model.reset();
+  const int64_t units = 12 + 1;
+  const int64_t peak = memory::report()[memory::Category::parameters].peak - before;
+  std::printf("[rank %d] parameter peak %.1f MB for %.1f MB of parameters over %d ranks\n", world().rank(),
+              peak / 1e6, 4.0 * numel / 1e6, n);
+  EXPECT_LE(peak, 4 * ((numel + n - 1) / n + 16 * units));
+
+  const auto full = models::GPT2(models::GPT2Config::small(), 7).named_parameters();
+  std::map<std::string, std::vector<float>> reference;
+  for (const auto& [name, p] : full) reference[name] = p.to_vector();
+  for (const auto& piece : sharded->parameter_pieces()) {
+    const std::vector<float>& all_values = reference.at(piece.name);
+    const std::vector<float> mine = piece.master.to_vector();
+    ASSERT_LE(piece.begin + static_cast<int64_t>(mine.size()), static_cast<int64_t>(all_values.size()));
+    EXPECT_TRUE(std::equal(mine.begin(), mine.end(), all_values.begin() + piece.begin)) << piece.name;
+  }
+}
+
+}  // namespace
+}  // namespace acc::test
