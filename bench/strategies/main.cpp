@@ -4,16 +4,24 @@
 // bench/results/strategies.json.
 //   bench_strategies [--model small|tiny] [--batch 8] [--seq 512] [--steps 2]
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
+//                    [--offload-dir DIR (default bench/results/offload)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
 // forward and backward prefetch against the single process (target >= 0.95x), with its
-// communication per step, exposed and in all.
+// communication per step, exposed and in all; FULL_SHARD with fsdp_offload_params (compute
+// tier's peak against FULL_SHARD's whole peak) and with fsdp_offload_dir (peak resident memory
+// per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state).
 #include <chrono>
 #include <cstdio>
 
 #include "acc/acc.h"
+#include <malloc.h>
+
+#include <filesystem>
+
 #include "acc/memory/allocator.h"
+#include "acc/memory/resident.h"
 #include "acc/runtime/threads.h"
 #include "acc/util/profiler.h"
 #include "acc/train/cli.h"
@@ -32,6 +40,8 @@ struct Result {
   // Per step, this rank (ACC_PROFILE's marks): all communication time, and the part compute
   // did not hide (time the rank waited for a collective).
   double comm_s = 0, exposed_comm_s = 0;
+  int64_t peak_resident = 0;  // VmHWM over the whole case, wrapping included, less VmRSS before
+  int64_t optimizer_state = 0;  // this rank's AdamW state, bytes
 };
 
 double profiled_seconds(const char* name) {
@@ -42,9 +52,14 @@ double profiled_seconds(const char* name) {
 
 Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t batch, int64_t seq,
                 int64_t steps) {
+  // What earlier cases freed must not count in this one's resident peak.
+  memory::release_cached();
+  malloc_trim(0);
+  const int64_t resident_before = memory::resident_bytes();
+  memory::reset_peak_resident();
   data::DataLoader loader(std::make_shared<RandomTokens>((steps + 1) * batch, seq, gpt.vocab_size),
                           {.batch_size = batch, .prefetch = 0});
-  auto [sharded, rank_loader] = accelerate(std::make_shared<models::GPT2>(gpt, 0), loader, config);
+  auto [sharded, rank_loader] = accelerate(make_model<models::GPT2>(config, gpt, 0), loader, config);
   optim::AdamW opt(sharded->param_groups(0.1), {.lr = 1e-4});
   auto step = [&](const data::Batch& b) {
     opt.zero_grad();
@@ -65,8 +80,11 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
   world().barrier();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto n = static_cast<double>(steps);
+  int64_t state = 0;
+  for (const Tensor& p : sharded->parameters()) state += 2 * 4 * p.numel();
   return {static_cast<double>(steps * batch * seq) / s, memory::report(),
-          profiled_seconds("comm.collective") / n, profiled_seconds("comm.wait") / n};
+          profiled_seconds("comm.collective") / n, profiled_seconds("comm.wait") / n,
+          memory::peak_resident_bytes() - resident_before, state};
 }
 
 Config fsdp_config(const std::string& strategy, bool bf16) {
@@ -88,7 +106,9 @@ int run(int argc, char** argv) {
   const double base_f32 = args.get_double("baseline-f32", 0), base_bf16 = args.get_double("baseline-bf16", 0);
   const std::string out = args.get("out", world().size() == 1 ? "bench/results/strategies_single.json"
                                                               : "bench/results/strategies.json");
+  const std::string offload_dir = args.get("offload-dir", "bench/results/offload");
   args.finish();
+  std::filesystem::create_directories(offload_dir);
   models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
   gpt.n_positions = std::max(gpt.n_positions, seq);
 
@@ -153,6 +173,29 @@ int run(int argc, char** argv) {
     rows.push_back({label + " peak activations", "MB", megabytes(r.peaks[memory::Category::activations].peak),
                     megabytes(full_shard.peaks[memory::Category::activations].peak), "FULL_SHARD", 0.35});
     if (world().rank() == 0) std::printf("%s: %.1f tokens/s\n", label.c_str(), r.tokens_per_s);
+
+    // Offload, against FULL_SHARD: what the compute tier still holds, and what files save.
+    const double full_peak = megabytes(full_shard.peaks.total.peak);
+    const double full_rss = megabytes(full_shard.peak_resident);
+    for (const bool to_files : {false, true}) {
+      Config offload = fsdp_config("FULL_SHARD", bf16);
+      offload.dist.fsdp.offload_params = true;
+      offload.dist.fsdp.cpu_ram_efficient_loading = true;
+      if (to_files) offload.dist.fsdp.offload_dir = offload_dir;
+      const Result o = run_case(gpt, offload, batch, seq, steps);
+      const std::string name = std::string(to_files ? "FULL_SHARD+offload_dir " : "FULL_SHARD+offload ") + dt;
+      rows.push_back({name + " tokens/s", "tok/s", o.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD", 0});
+      rows.push_back({name + " compute-tier peak", "MB", megabytes(o.peaks[memory::Tier::compute].peak),
+                      full_peak, "FULL_SHARD, all tiers", 0});
+      rows.push_back({name + " peak RSS growth/rank", "MB", megabytes(o.peak_resident), full_rss, "FULL_SHARD", 0});
+      if (to_files)  // the fall in resident memory, against the optimizer state (target >= 0.8x)
+        rows.push_back({name + " RSS saved/rank", "MB saved", full_rss - megabytes(o.peak_resident),
+                        megabytes(o.optimizer_state), "optimizer state", 0.8});
+      if (world().rank() == 0)
+        std::printf("%s: %.1f tokens/s, compute tier peak %.0f MB, peak RSS growth %.0f MB (FULL_SHARD %.0f MB)\n",
+                    name.c_str(), o.tokens_per_s, megabytes(o.peaks[memory::Tier::compute].peak),
+                    megabytes(o.peak_resident), full_rss);
+    }
   }
   if (world().rank() == 0)
     bench::report("GPT-2 " + model + " through acc::accelerate, global batch " +

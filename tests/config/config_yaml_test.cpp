@@ -262,6 +262,7 @@ Config everything_set() {
   f.backward_prefetch = BackwardPrefetch::NO_PREFETCH;
   f.forward_prefetch = true;
   f.offload_params = true;
+  f.offload_dir = "/scratch/acc offload";
   f.state_dict_type = StateDictType::FULL_STATE_DICT;
   f.sync_module_states = true;
   f.cpu_ram_efficient_loading = true;

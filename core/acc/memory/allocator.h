@@ -39,6 +39,7 @@ std::string_view tier_name(Tier t);
 
 // Allocates nbytes (0 allowed) aligned to kAlignment, counted under `category` and `tier`.
 // The file tier needs set_file_tier_dir() first; a full disk is an error naming the directory.
+// File-tier blocks start zeroed (a new file reads as zeros).
 void* allocate(size_t nbytes, Category category, Tier tier = Tier::compute);
 // Releases a block from allocate(); nbytes, category and tier must be those it was allocated
 // with.

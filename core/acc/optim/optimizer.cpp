@@ -1,5 +1,7 @@
 #include "acc/optim/optimizer.h"
 
+#include <algorithm>
+
 #include "acc/autograd/grad_mode.h"
 
 namespace acc::optim {
@@ -56,12 +58,27 @@ void Optimizer::step() {
       bfloat16* copy = group.bf16_copies.empty() ? nullptr : group.bf16_copies[i].data<bfloat16>();
       ParamState& state = restore_state(g, i);
       ++state.step;
-      update(p, grad, lr, wd, copy, state);
-      // Offloaded to files, a parameter's master and state stream through the step: paged in
-      // by the update, dropped from resident memory right after.
-      page_out(p);
-      for (const Tensor& t : state.tensors) page_out(t);
+      if (p.storage()->tier() == memory::Tier::file)
+        update_streaming(p, grad, lr, wd, copy, state);
+      else
+        update(p, grad, lr, wd, copy, state);
     }
+  }
+}
+
+void Optimizer::update_streaming(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
+                                 bfloat16* bf16_copy, ParamState& state) {
+  constexpr int64_t kChunk = int64_t{1} << 18;  // 1 MiB of f32 per tensor at a time
+  const int64_t n = param.numel();
+  auto part = [n](const Tensor& t, int64_t at, int64_t len) { return t.view({n}).narrow(at, len); };
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t len = std::min(kChunk, n - at);
+    ParamState chunk{{}, state.step};
+    for (const Tensor& t : state.tensors) chunk.tensors.push_back(part(t, at, len));
+    const Tensor master = part(param, at, len);
+    update(master, part(grad, at, len), lr, weight_decay, bf16_copy ? bf16_copy + at : nullptr, chunk);
+    page_out(master);  // paged in by the update, dropped from resident memory right after
+    for (const Tensor& t : chunk.tensors) page_out(t);
   }
 }
 

@@ -64,11 +64,17 @@ class Optimizer {
   Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay,
             const char* name, std::vector<std::string> state_names);
   // One parameter's update with its group's effective hyper-parameters. `state` has its tensors
-  // allocated and its step already counted (1 on the first update).
+  // allocated and its step already counted (1 on the first update). It must be elementwise:
+  // parameters in the file memory tier are updated a chunk at a time.
   virtual void update(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
                       bfloat16* bf16_copy, ParamState& state) = 0;
 
  private:
+  // For a parameter offloaded to files: update() over 1 MiB chunks of it, its gradient and its
+  // state, each chunk paged out right after, so one chunk of each is resident at a time.
+  void update_streaming(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
+                        bfloat16* bf16_copy, ParamState& state);
+
   std::vector<ParamGroup> groups_;
   double default_lr_, default_weight_decay_;
   const char* name_;

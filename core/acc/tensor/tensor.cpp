@@ -125,7 +125,8 @@ Tensor Tensor::unallocated(const Shape& shape, DType dtype) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
-  std::memset(t.raw_data(), 0, t.nbytes());
+  // A new file-tier block reads as zeros already; writing them would make it all resident.
+  if (t.storage()->tier() != memory::Tier::file) std::memset(t.raw_data(), 0, t.nbytes());
   return t;
 }
 

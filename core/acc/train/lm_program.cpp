@@ -200,11 +200,15 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   if (!o.init_from.empty())
     ACC_CHECK(std::filesystem::is_regular_file(o.init_from), "--init-from: no file ", o.init_from);
 
-  auto model = make_model(o.config, o.seed);
+  const Config config = load_config(o, block_class);
+  std::shared_ptr<models::CausalLM> model;
+  {  // fsdp_cpu_ram_efficient_loading: each rank makes only its shards (not when loading a file)
+    nn::DeferredInit deferred(config.dist.fsdp.cpu_ram_efficient_loading && o.init_from.empty());
+    model = make_model(o.config, o.seed);
+  }
   ACC_CHECK(o.seq <= model->max_seq_len(), "--seq ", o.seq, " exceeds the model's ",
             model->max_seq_len(), " positions");
   if (!o.init_from.empty()) models::load_model(*model, o.init_from);
-  const Config config = load_config(o, block_class);
   const bool main = world().rank() == 0;
   auto say = [main](const std::string& line) {
     if (main) std::printf("%s\n", line.c_str());
