@@ -16,8 +16,6 @@
 #include <cstdio>
 
 #include "acc/acc.h"
-#include <malloc.h>
-
 #include <filesystem>
 
 #include "acc/memory/allocator.h"
@@ -52,11 +50,7 @@ double profiled_seconds(const char* name) {
 
 Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t batch, int64_t seq,
                 int64_t steps) {
-  // What earlier cases freed must not count in this one's resident peak.
-  memory::release_cached();
-  malloc_trim(0);
-  const int64_t resident_before = memory::resident_bytes();
-  memory::reset_peak_resident();
+  const int64_t resident_before = memory::begin_resident_phase();
   data::DataLoader loader(std::make_shared<RandomTokens>((steps + 1) * batch, seq, gpt.vocab_size),
                           {.batch_size = batch, .prefetch = 0});
   auto [sharded, rank_loader] = accelerate(make_model<models::GPT2>(config, gpt, 0), loader, config);

@@ -1,7 +1,11 @@
 #include "acc/memory/resident.h"
 
+#include <malloc.h>
+
 #include <fstream>
 #include <string>
+
+#include "acc/memory/allocator.h"
 
 namespace acc::memory {
 namespace {
@@ -26,6 +30,13 @@ bool reset_peak_resident() {
   refs << "5";
   refs.flush();
   return static_cast<bool>(refs);
+}
+
+int64_t begin_resident_phase() {
+  release_cached();
+  malloc_trim(0);
+  const int64_t now = resident_bytes();
+  return reset_peak_resident() ? now : -1;
 }
 
 }  // namespace acc::memory

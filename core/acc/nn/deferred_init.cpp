@@ -25,9 +25,11 @@ class Registry {
  public:
   void set(const Tensor& p, const Recipe& r) {
     std::lock_guard lock(mu_);
-    if (entries_.size() > 2 * live_hint_ + 64) prune();
+    if (entries_.size() >= prune_at_) {  // amortised: at most as many dead entries as live ones
+      std::erase_if(entries_, [](const auto& e) { return e.second.storage.expired(); });
+      prune_at_ = 2 * entries_.size() + 64;
+    }
     entries_[p.storage().get()] = {p.storage(), r};
-    live_hint_ = entries_.size();
   }
   std::optional<Recipe> find(const Tensor& p) {
     std::lock_guard lock(mu_);
@@ -45,12 +47,9 @@ class Registry {
     std::weak_ptr<Storage> storage;
     Recipe recipe;
   };
-  void prune() {
-    std::erase_if(entries_, [](const auto& e) { return e.second.storage.expired(); });
-  }
   std::mutex mu_;
   std::unordered_map<const Storage*, Entry> entries_;
-  size_t live_hint_ = 0;
+  size_t prune_at_ = 64;
 };
 
 Registry& registry() {

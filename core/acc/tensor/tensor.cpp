@@ -48,9 +48,7 @@ void Storage::reacquire() {
 
 void page_out(const Tensor& t) noexcept {
   if (!t.defined() || t.storage()->released() || t.storage()->tier() != memory::Tier::file) return;
-  const auto* base = static_cast<const char*>(t.storage()->data());
-  memory::page_out(base + t.storage_offset() * static_cast<int64_t>(dtype_size(t.dtype())), t.nbytes(),
-                   memory::Tier::file);
+  memory::page_out(t.raw_data(), t.nbytes(), memory::Tier::file);  // held: raw_data cannot throw
 }
 
 namespace {
@@ -100,27 +98,25 @@ void store(void* data, DType dtype, int64_t i, double v) {
   }
 }
 
-}  // namespace
-
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  check_shape(shape, "Tensor::empty");
+// A tensor of its own new storage, in this thread's category and tier; `storage_args` come
+// before the size (Storage::Unallocated{} for one without memory yet).
+template <class... StorageArgs>
+Tensor new_tensor(const char* op, const Shape& shape, DType dtype, StorageArgs... storage_args) {
+  check_shape(shape, op);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
+  impl->storage = std::make_shared<Storage>(storage_args..., static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
                                             memory::current_category(), memory::current_tier());
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) { return new_tensor("Tensor::empty", shape, dtype); }
+
 Tensor Tensor::unallocated(const Shape& shape, DType dtype) {
-  check_shape(shape, "Tensor::unallocated");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(Storage::Unallocated{},
-                                            static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
-                                            memory::current_category(), memory::current_tier());
-  impl->shape = shape;
-  impl->dtype = dtype;
-  return Tensor(std::move(impl));
+  return new_tensor("Tensor::unallocated", shape, dtype, Storage::Unallocated{});
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
