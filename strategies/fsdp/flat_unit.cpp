@@ -144,7 +144,7 @@ void FlatUnit::begin_pass(bool accumulate, bool sync) {
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 
-void FlatUnit::take_gradient(size_t i, const Tensor& grad) {
+std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tensor& grad) {
   ACC_CHECK(in_pass_, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
   autograd::NoGradGuard no_grad;
   const Slot& slot = slots_[i];
@@ -153,37 +153,44 @@ void FlatUnit::take_gradient(size_t i, const Tensor& grad) {
   if (local_.defined()) {  // no_sync passes summed gradients here: add this one
     Tensor summed = local_.slice_flat(slot.offset, {numel});
     autograd::add_into(summed, flat);
-    if (!sync_) return;
+    if (!sync_) return std::nullopt;
     flat = summed;
   }
   // The ranks' parts of the slot, in rank order, tile it: the counts of a reduce_scatter_v.
   std::vector<int64_t> counts(static_cast<size_t>(groups_.shard->size()));
-  for (size_t r = 0; r < counts.size(); ++r) counts[r] = part_of(slot, static_cast<int>(r)).count;
+  for (size_t k = 0; k < counts.size(); ++k) counts[k] = part_of(slot, static_cast<int>(k)).count;
   const Part mine = local_part(slot);
-  Tensor target = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
+  Reduction r;
+  r.held_ = flat;
+  r.target_ = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
-  Tensor reduced = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : target;
-  if (sharded()) {
-    if (reduce_bf16_) {
-      Tensor wire = new_buffer(mine.count, DType::bf16, memory::Category::communication);
-      groups_.shard->reduce_scatter_v(flat.to(DType::bf16), wire, counts, dist::ReduceOp::avg);
-      reduced.copy_(wire);
-    } else {
-      groups_.shard->reduce_scatter_v(flat, reduced, counts, dist::ReduceOp::avg);
-    }
-  } else {
-    reduced.copy_(flat);
+  r.reduced_ = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : r.target_;
+  // With bf16 on the wire both collectives run on one bf16 buffer (the f32 result of a bf16
+  // reduce-scatter is exact in bf16, so the all-reduce sees the same values either way).
+  const bool replicated = groups_.replicate->size() > 1;
+  if (reduce_bf16_ && (sharded() || replicated))
+    r.wire_ = new_buffer(mine.count, DType::bf16, memory::Category::communication);
+  Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;
+  if (sharded())
+    r.works_.push_back(groups_.shard->reduce_scatter_v_async(
+        r.wire_.defined() ? flat.to(DType::bf16) : flat, out, counts, dist::ReduceOp::avg));
+  else
+    out.copy_(flat);
+  // Collectives run in issue order (process_group.h): this one reads the finished reduce-scatter.
+  if (replicated) r.works_.push_back(groups_.replicate->all_reduce_async(out, dist::ReduceOp::avg));
+  if (r.works_.empty()) {  // one rank: nothing to wait for
+    r.land();
+    return std::nullopt;
   }
-  if (groups_.replicate->size() > 1) {
-    if (reduce_bf16_) {
-      Tensor wire = reduced.to(DType::bf16);
-      groups_.replicate->all_reduce(wire, dist::ReduceOp::avg);
-      reduced.copy_(wire);
-    } else {
-      groups_.replicate->all_reduce(reduced, dist::ReduceOp::avg);
-    }
-  }
-  if (accumulate_) autograd::add_into(target, reduced);
+  return r;
+}
+
+void FlatUnit::Reduction::land() {
+  autograd::NoGradGuard no_grad;
+  for (auto& work : works_) work->wait();
+  if (wire_.defined()) reduced_.copy_(wire_);
+  if (!reduced_.is_same(target_)) autograd::add_into(target_, reduced_);
+  *this = Reduction();  // lets go of the gradient and the buffers
 }
 
 bool FlatUnit::slot_done() { return ++arrived_ == trainable_; }

@@ -18,6 +18,7 @@
 // Releasing `full` returns its bytes (Storage::release) while the views, and the tensors
 // autograd saved from them, keep naming the same storage; gather() refills it in place.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ class FlatUnit {
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
   int64_t shard_numel() const { return shard_; }  // per rank, padding included
+  int64_t trainable_numel() const { return trainable_numel_; }  // of the unit, all ranks' parts
   int64_t shard_begin() const;                    // this rank's first flat index
   // The flat indices [first, first + count) of `slot` that rank r's shard holds (count 0 when
   // none); local_part is this rank's.
@@ -89,10 +91,24 @@ class FlatUnit {
   void begin_pass(bool accumulate, bool sync);
   bool in_pass() const { return in_pass_; }
   bool syncing() const { return sync_; }
+  // A slot's gradient reduction in flight: its collectives were issued and run while the rank
+  // goes on; land() waits for them and puts the result in the shard's gradient (converting from
+  // the bf16 wire, adding to kept gradients). Until then it holds the slot's whole gradient.
+  class Reduction {
+   public:
+    int64_t held_bytes() const { return held_.nbytes(); }
+    void land();
+
+   private:
+    friend class FlatUnit;
+    std::vector<std::shared_ptr<dist::Work>> works_;
+    Tensor held_, wire_, reduced_, target_;
+  };
   // Slot i's gradient: summed locally (no sync), or (with what no_sync passes summed)
   // reduce-scattered (average) over the shard group into this rank's part, then all-reduced
-  // (average) over the replicate group: a collective.
-  void take_gradient(size_t i, const Tensor& grad);
+  // (average) over the replicate group. Returns the reduction in flight; none when there was
+  // nothing to communicate.
+  std::optional<Reduction> take_gradient(size_t i, const Tensor& grad);
   // Counts one trainable parameter as done; true once every one is.
   bool slot_done();
   void end_pass();

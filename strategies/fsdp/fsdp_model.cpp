@@ -40,6 +40,9 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
       pieces_.push_back(std::move(piece));
     }
   }
+  // Reductions in flight may hold as many gradient bytes as the largest wrapped unit has.
+  for (size_t u = 0; u + 1 < units_.size(); ++u)
+    reduce_window_ = std::max<int64_t>(reduce_window_, units_[u]->trainable_numel() * 4);
   order_position_.assign(units_.size(), -1);
   for (size_t u = 0; u < units_.size(); ++u) hook_unit(u);
   checkpoint_listed_modules();
@@ -57,7 +60,7 @@ void FsdpModel::hook_unit(size_t u) {
     if (!view.requires_grad()) continue;
     hooks_.push_back(autograd::set_gradient_sink(view, [this, u, i](const Tensor& grad) {
       first_gradient(u);
-      units_[u]->take_gradient(i, grad);
+      if (auto reduction = units_[u]->take_gradient(i, grad)) reduce(std::move(*reduction));
     }));
     hooks_.push_back(autograd::register_post_accumulate_hook(view, [this, u](Tensor&) {
       if (units_[u]->slot_done()) unit_backward_done(u);
@@ -167,14 +170,31 @@ void FsdpModel::finish_backward() {
   // Units some of whose parameters got no gradient this pass, in the same order on every rank.
   for (size_t u = 0; u < units_.size(); ++u)
     if (units_[u]->in_pass()) unit_backward_done(u);
+  land_reductions(0);
   // The root, and any unit prefetched whose backward did not come.
   for (auto& unit : units_) unit->release();
+}
+
+void FsdpModel::reduce(FlatUnit::Reduction reduction) {
+  reducing_bytes_ += reduction.held_bytes();
+  reducing_.push_back(std::move(reduction));
+  land_reductions(reduce_window_);
+}
+
+void FsdpModel::land_reductions(int64_t keep_bytes) {
+  while (!reducing_.empty() && (keep_bytes == 0 || reducing_bytes_ > keep_bytes)) {
+    reducing_bytes_ -= reducing_.front().held_bytes();
+    FlatUnit::Reduction oldest = std::move(reducing_.front());
+    reducing_.pop_front();
+    oldest.land();
+  }
 }
 
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
   if (backward_queued_) {  // the last backward threw before its end: its pass is over
     backward_queued_ = false;
     for (auto& unit : units_) unit->end_pass();
+    land_reductions(0);
   }
   root().gather();
   calls_this_forward_.clear();

@@ -7,9 +7,12 @@
 //             forward (FULL_SHARD, HYBRID_SHARD), releases its gathered buffer right after.
 //   backward  a hook on a unit's output gradient re-gathers it before any of its backward runs;
 //             each parameter's gradient goes from autograd (a gradient sink) straight into a
-//             reduce-scatter into the shards; once every parameter of the unit has had its
-//             gradient the unit releases its gathered buffer; at the end of the pass the rest
-//             (units with unused parameters, the root) are closed and released.
+//             reduce-scatter into the shards, left running while the backward goes on (about
+//             one unit's gradients stay in flight); once every parameter of the unit has had
+//             its gradient the unit releases its gathered buffer; at the end of the pass the
+//             rest (units with unused parameters, the root) are closed and released, and every
+//             reduction is waited for.
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +80,11 @@ class FsdpModel final : public ShardedModel {
   void first_gradient(size_t u);
   void unit_backward_done(size_t u);
   void finish_backward();
+  // Gradient reductions: each is issued as autograd completes the gradient and runs while the
+  // backward goes on. reduce() keeps it in flight, landing the oldest ones once those in flight
+  // hold more than reduce_window_ bytes of gradients; land_reductions(0) lands them all.
+  void reduce(FlatUnit::Reduction reduction);
+  void land_reductions(int64_t keep_bytes);
   bool pieces_have_grads(size_t u) const;
   void point_piece_grads(size_t u);
   FlatUnit& root() { return *units_.back(); }
@@ -93,6 +101,9 @@ class FsdpModel final : public ShardedModel {
   // issues the same gathers in the same order.
   std::vector<size_t> forward_order_, calls_this_forward_;
   std::vector<int> order_position_;
+  std::deque<FlatUnit::Reduction> reducing_;  // issued, not landed, oldest first
+  int64_t reducing_bytes_ = 0;  // the gradient bytes they hold
+  int64_t reduce_window_ = 0;   // the largest wrapped unit's gradient bytes (0: no overlap)
   bool backward_queued_ = false;
   bool sync_ = true;  // off inside no_sync()
   bool summoned_ = false;  // inside summon_full_params(): every unit stays gathered

@@ -9,7 +9,10 @@
 //
 // Every call is asynchronous underneath: *_async returns a Work, the plain call waits on it.
 // The Work keeps the tensors it reads and writes alive until it has completed.
-// All ranks of a group must issue the group's collectives in the same order. Every collective
+// All ranks of a group must issue the group's collectives in the same order. A backend runs a
+// process's collectives one after another in issue order, across all its groups (point to
+// point may overlap them): a collective may therefore read a buffer an earlier one, still in
+// flight, writes, as FSDP's all-reduce over replicas reads its reduce-scatter's output. Every collective
 // has a sequence number per group, used in error messages. The public methods check their
 // arguments (naming op, shapes, dtypes) and hand raw buffers to the backend's do_* hooks.
 #include <cstdint>

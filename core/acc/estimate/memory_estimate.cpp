@@ -98,6 +98,9 @@ Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
   }
   const int64_t per_rank_batch = w.batch / std::max(1, w.world);
   e.activations = activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing);
+  // Gradient reductions run while the backward goes on, holding up to one block's f32
+  // gradients (FSDP's reduce window).
+  if (w.world > 1 && w.wrap_blocks && s.layers > 0) e.activations += 4 * s.block_parameters;
   // The OpenMPI plugin's shared-memory channel: two 512 KiB buffers per rank on the node.
   if (w.world > 1) e.communication = (int64_t{1} << 20) * std::min(w.world, std::max(1, w.ranks_per_node));
   return e;
