@@ -28,6 +28,25 @@ TEST(Async, CollectivesOverlapComputationAndCompleteInOrder) {
   for (float x : summed.to_vector()) EXPECT_EQ(x, static_cast<float>(g.size()));
 }
 
+// A process's collectives run in issue order across groups (process_group.h): an all-reduce on
+// another group may read a reduce-scatter's output before anyone waited for it, as FSDP's
+// hybrid gradient reduction does.
+TEST(Async, CollectivesOfDifferentGroupsRunInIssueOrder) {
+  auto& g = acc::world();
+  auto pairs = g.split(g.rank() / 2, g.rank());  // {0, 1}, {2, 3}: a reduce-scatter group each
+  auto across = g.split(g.rank() % 2, g.rank());  // the other axis
+  const int64_t n = 1 << 18;
+  Tensor in = Tensor::full({n * pairs->size()}, g.rank() + 1.0);
+  Tensor part = Tensor::zeros({n});
+  auto rs = pairs->reduce_scatter_async(in, part);
+  auto ar = across->all_reduce_async(part);
+  ar->wait();
+  rs->wait();
+  float expected = 0;  // every rank's value: summed over the pair, then across the pairs
+  for (int r = 0; r < g.size(); ++r) expected += r + 1.f;
+  for (float x : part.to_vector()) ASSERT_EQ(x, expected);
+}
+
 TEST(PointToPoint, RingExchangeWithTags) {
   auto& g = acc::world();
   const int right = (g.rank() + 1) % g.size(), left = (g.rank() + g.size() - 1) % g.size();
