@@ -4,7 +4,8 @@
 // bench/results/strategies.json.
 //   bench_strategies [--model small|tiny] [--batch 8] [--seq 512] [--steps 2]
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
-//                    [--offload-dir DIR (default bench/results/offload)]
+//                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
+//                    [--cases strategies,prefetch,checkpointing,offload (default all)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
@@ -12,8 +13,15 @@
 // communication per step, exposed and in all; FULL_SHARD with fsdp_offload_params (compute
 // tier's peak against FULL_SHARD's whole peak) and with fsdp_offload_dir (peak resident memory
 // per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state).
+// With --rss-budget only the model that should not fit is run (medium.sh: GPT-2 medium on 4
+// ranks): FULL_SHARD bf16 with every memory lever, its highest per-rank peak resident memory
+// against the budget, next to plain FULL_SHARD.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "acc/acc.h"
 #include <filesystem>
@@ -39,6 +47,7 @@ struct Result {
   // did not hide (time the rank waited for a collective).
   double comm_s = 0, exposed_comm_s = 0;
   int64_t peak_resident = 0;  // VmHWM over the whole case, wrapping included, less VmRSS before
+  int64_t resident_before = 0;  // VmRSS before the case: the runtime's own
   int64_t optimizer_state = 0;  // this rank's AdamW state, bytes
 };
 
@@ -78,7 +87,7 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
   for (const Tensor& p : sharded->parameters()) state += 2 * 4 * p.numel();
   return {static_cast<double>(steps * batch * seq) / s, memory::report(),
           profiled_seconds("comm.collective") / n, profiled_seconds("comm.wait") / n,
-          memory::peak_resident_bytes() - resident_before, state};
+          memory::peak_resident_bytes() - resident_before, resident_before, state};
 }
 
 Config fsdp_config(const std::string& strategy, bool bf16) {
@@ -92,41 +101,71 @@ Config fsdp_config(const std::string& strategy, bool bf16) {
 
 double megabytes(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 
-int run(int argc, char** argv) {
-  train::Args args(argc, argv);
-  const std::string model = args.get("model", "small");
-  const int64_t batch = args.get_int("batch", 8), seq = args.get_int("seq", 512);
-  const int64_t steps = args.get_int("steps", 2);
-  const double base_f32 = args.get_double("baseline-f32", 0), base_bf16 = args.get_double("baseline-bf16", 0);
-  const std::string out = args.get("out", world().size() == 1 ? "bench/results/strategies_single.json"
-                                                              : "bench/results/strategies.json");
-  const std::string offload_dir = args.get("offload-dir", "bench/results/offload");
-  args.finish();
-  std::filesystem::create_directories(offload_dir);
-  models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
-  gpt.n_positions = std::max(gpt.n_positions, seq);
+double highest_over_ranks(double value) {
+  std::vector<float> all(static_cast<size_t>(world().size()), 0.f);
+  all[static_cast<size_t>(world().rank())] = static_cast<float>(value);
+  Tensor t = Tensor::from_vector(all, {world().size()});
+  world().all_reduce(t);
+  const auto v = t.to_vector();
+  return *std::max_element(v.begin(), v.end());
+}
 
-  const std::vector<std::string> strategies =
-      world().size() == 1 ? std::vector<std::string>{"NO_SHARD"}
-                          : std::vector<std::string>{"NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP",
-                                                     "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+// FULL_SHARD bf16 with activation checkpointing, files for the masters and optimizer state,
+// and deferred initialisation (no rank ever holds the whole model), against plain FULL_SHARD
+// (deferred too): tokens/s, and the highest rank's peak resident memory, runtime included,
+// against the budget.
+std::vector<bench::Row> budget_rows(const models::GPT2Config& gpt, int64_t batch, int64_t seq,
+                                    int64_t steps, double budget_mb, const std::string& offload_dir) {
+  Config plain = fsdp_config("FULL_SHARD", true);
+  plain.dist.fsdp.cpu_ram_efficient_loading = true;
+  Config lean = plain;
+  lean.dist.fsdp.activation_checkpointing = true;
+  lean.dist.fsdp.offload_params = true;
+  lean.dist.fsdp.offload_dir = offload_dir;
   std::vector<bench::Row> rows;
-  for (bool bf16 : {false, true}) {
-    const char* dt = bf16 ? "bf16" : "f32";
-    const double baseline = bf16 ? base_bf16 : base_f32;
+  Result results[2];
+  for (int i : {0, 1}) {
+    results[i] = run_case(gpt, i == 0 ? lean : plain, batch, seq, steps);
+    const Result& r = results[i];
+    const std::string label = i == 0 ? "FULL_SHARD+checkpointing+offload_dir bf16" : "FULL_SHARD bf16";
+    const double rss = highest_over_ranks(megabytes(r.resident_before + r.peak_resident));
+    rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, i == 0 ? 0 : results[0].tokens_per_s,
+                    i == 0 ? "" : "with every lever", 0});
+    rows.push_back({label + " peak RSS/rank (highest)", "MB", rss, budget_mb, "budget", i == 0 ? 1.0 : 0.0});
+    rows.push_back({label + " compute-tier peak", "MB", megabytes(r.peaks[memory::Tier::compute].peak), 0, "", 0});
+    if (world().rank() == 0)
+      std::printf("%s: %.2f tokens/s, highest peak RSS per rank %.0f MB (budget %.0f MB)\n", label.c_str(),
+                  r.tokens_per_s, rss, budget_mb);
+    std::fflush(stdout);
+  }
+  return rows;
+}
+
+// One shape of GPT-2 on this job's ranks; each group of rows below appends to `rows`.
+struct Bench {
+  models::GPT2Config gpt;
+  int64_t batch, seq, steps;
+  std::string offload_dir;
+  std::vector<bench::Row> rows;
+
+  Result run(const Config& config) const { return run_case(gpt, config, batch, seq, steps); }
+
+  // Every strategy: tokens/s against the single process, model state against NO_SHARD's, and
+  // the peak of each category. Returns FULL_SHARD's result (the reference of the rows below).
+  Result strategy_rows(const std::vector<std::string>& strategies, bool bf16, double baseline) {
+    const std::string dt = bf16 ? "bf16" : "f32";
     double no_shard_state = 0;
     Result full_shard{};
     for (const auto& name : strategies) {
-      const Result r = run_case(gpt, fsdp_config(name, bf16), batch, seq, steps);
+      const Result r = run(fsdp_config(name, bf16));
       using memory::Category;
-      const double state = megabytes(r.peaks[Category::parameters].peak +
-                                     r.peaks[Category::gradients].peak +
+      const double state = megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
                                      r.peaks[Category::optimizer_state].peak);
       if (name == "NO_SHARD") no_shard_state = state;
       const std::string label = name + " " + dt;
       const bool full = name == "FULL_SHARD";
-      rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, baseline,
-                      "one process, 2 threads", full && baseline > 0 ? 0.9 : 0.0});
+      rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, baseline, "one process, 2 threads",
+                      full && baseline > 0 ? 0.9 : 0.0});
       rows.push_back({label + " model state/rank", "MB", state, no_shard_state, "NO_SHARD",
                       full && world().size() == 2 ? 0.55 : 0.0});
       for (auto c : {Category::parameters, Category::gradients, Category::optimizer_state,
@@ -137,9 +176,12 @@ int run(int argc, char** argv) {
       std::fflush(stdout);
       if (full) full_shard = r;
     }
-    if (world().size() == 1) continue;
-    // FULL_SHARD's prefetch settings (the rows above use the default, BACKWARD_PRE): tokens/s
-    // against the single process, and communication per step, exposed next to all of it.
+    return full_shard;
+  }
+
+  // FULL_SHARD's prefetch settings (the strategy rows use the default, BACKWARD_PRE): tokens/s
+  // against the single process, and communication per step, exposed next to all of it.
+  void prefetch_rows(bool bf16, double baseline) {
     for (const auto& [setting, forward, backward] :
          {std::tuple{"NO_PREFETCH", false, BackwardPrefetch::NO_PREFETCH},
           std::tuple{"BACKWARD_PRE", false, BackwardPrefetch::BACKWARD_PRE},
@@ -147,8 +189,8 @@ int run(int argc, char** argv) {
       Config config = fsdp_config("FULL_SHARD", bf16);
       config.dist.fsdp.forward_prefetch = forward;
       config.dist.fsdp.backward_prefetch = backward;
-      const Result p = run_case(gpt, config, batch, seq, steps);
-      const std::string label = std::string("FULL_SHARD ") + setting + " " + dt;
+      const Result p = run(config);
+      const std::string label = std::string("FULL_SHARD ") + setting + (bf16 ? " bf16" : " f32");
       rows.push_back({label + " tokens/s", "tok/s", p.tokens_per_s, baseline, "one process, 2 threads",
                       forward && baseline > 0 ? 0.95 : 0.0});
       rows.push_back({label + " exposed comm/step", "ms", 1e3 * p.exposed_comm_s, 1e3 * p.comm_s,
@@ -156,19 +198,25 @@ int run(int argc, char** argv) {
       if (world().rank() == 0)
         std::printf("%s: %.1f tokens/s, communication %.0f ms/step of which exposed %.0f ms\n",
                     label.c_str(), p.tokens_per_s, 1e3 * p.comm_s, 1e3 * p.exposed_comm_s);
+      std::fflush(stdout);
     }
-    // FULL_SHARD with activation checkpointing, against FULL_SHARD without it.
+  }
+
+  // FULL_SHARD with activation checkpointing, against FULL_SHARD without it.
+  void checkpointing_rows(bool bf16, const Result& full_shard) {
     Config config = fsdp_config("FULL_SHARD", bf16);
     config.dist.fsdp.activation_checkpointing = true;
-    const Result r = run_case(gpt, config, batch, seq, steps);
-    const std::string label = std::string("FULL_SHARD+checkpointing ") + dt;
-    rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s,
-                    "FULL_SHARD", 1 / 1.4});
+    const Result r = run(config);
+    const std::string label = std::string("FULL_SHARD+checkpointing ") + (bf16 ? "bf16" : "f32");
+    rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD", 1 / 1.4});
     rows.push_back({label + " peak activations", "MB", megabytes(r.peaks[memory::Category::activations].peak),
                     megabytes(full_shard.peaks[memory::Category::activations].peak), "FULL_SHARD", 0.35});
     if (world().rank() == 0) std::printf("%s: %.1f tokens/s\n", label.c_str(), r.tokens_per_s);
+    std::fflush(stdout);
+  }
 
-    // Offload, against FULL_SHARD: what the compute tier still holds, and what files save.
+  // Offload, against FULL_SHARD: what the compute tier still holds, and what files save.
+  void offload_rows(bool bf16, const Result& full_shard) {
     const double full_peak = megabytes(full_shard.peaks.total.peak);
     const double full_rss = megabytes(full_shard.peak_resident);
     for (const bool to_files : {false, true}) {
@@ -176,8 +224,9 @@ int run(int argc, char** argv) {
       offload.dist.fsdp.offload_params = true;
       offload.dist.fsdp.cpu_ram_efficient_loading = true;
       if (to_files) offload.dist.fsdp.offload_dir = offload_dir;
-      const Result o = run_case(gpt, offload, batch, seq, steps);
-      const std::string name = std::string(to_files ? "FULL_SHARD+offload_dir " : "FULL_SHARD+offload ") + dt;
+      const Result o = run(offload);
+      const std::string name =
+          std::string(to_files ? "FULL_SHARD+offload_dir " : "FULL_SHARD+offload ") + (bf16 ? "bf16" : "f32");
       rows.push_back({name + " tokens/s", "tok/s", o.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD", 0});
       rows.push_back({name + " compute-tier peak", "MB", megabytes(o.peaks[memory::Tier::compute].peak),
                       full_peak, "FULL_SHARD, all tiers", 0});
@@ -189,14 +238,69 @@ int run(int argc, char** argv) {
         std::printf("%s: %.1f tokens/s, compute tier peak %.0f MB, peak RSS growth %.0f MB (FULL_SHARD %.0f MB)\n",
                     name.c_str(), o.tokens_per_s, megabytes(o.peaks[memory::Tier::compute].peak),
                     megabytes(o.peak_resident), full_rss);
+      std::fflush(stdout);
     }
   }
-  if (world().rank() == 0)
-    bench::report("GPT-2 " + model + " through acc::accelerate, global batch " +
-                      std::to_string(batch) + " x " + std::to_string(seq) + ", " +
-                      std::to_string(world().size()) + " ranks x " +
-                      std::to_string(runtime::num_threads()) + " threads",
-                  rows, out, {{"cpu", bench::cpu_model()}, {"ranks", std::to_string(world().size())}});
+};
+
+// --cases: which groups of rows to run (an A/B of one setting need not wait for the others).
+std::set<std::string> parse_cases(const std::string& list) {
+  const std::set<std::string> known{"strategies", "prefetch", "checkpointing", "offload"};
+  std::set<std::string> cases;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    ACC_CHECK(known.count(item), "--cases: unknown case '", item,
+              "'; expected a comma-separated list of strategies, prefetch, checkpointing, offload");
+    cases.insert(item);
+  }
+  return cases;
+}
+
+int run(int argc, char** argv) {
+  train::Args args(argc, argv);
+  const std::string model = args.get("model", "small");
+  const int64_t batch = args.get_int("batch", 8), seq = args.get_int("seq", 512);
+  const int64_t steps = args.get_int("steps", 2);
+  const double base_f32 = args.get_double("baseline-f32", 0), base_bf16 = args.get_double("baseline-bf16", 0);
+  const std::string out = args.get("out", world().size() == 1 ? "bench/results/strategies_single.json"
+                                                              : "bench/results/strategies.json");
+  const std::string offload_dir = args.get("offload-dir", "bench/results/offload");
+  const double budget_mb = args.get_double("rss-budget", 0);
+  const auto cases = parse_cases(args.get("cases", "strategies,prefetch,checkpointing,offload"));
+  args.finish();
+  std::filesystem::create_directories(offload_dir);
+  models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
+  gpt.n_positions = std::max(gpt.n_positions, seq);
+  const std::string title = "GPT-2 " + model + " through acc::accelerate, global batch " + std::to_string(batch) +
+                            " x " + std::to_string(seq) + ", " + std::to_string(world().size()) + " ranks x " +
+                            std::to_string(runtime::num_threads()) + " threads";
+  const std::map<std::string, std::string> context{{"cpu", bench::cpu_model()},
+                                                   {"ranks", std::to_string(world().size())}};
+  if (budget_mb > 0) {
+    const auto rows = budget_rows(gpt, batch, seq, steps, budget_mb, offload_dir);
+    if (world().rank() == 0) bench::report(title, rows, out, context);
+    return 0;
+  }
+
+  Bench b{gpt, batch, seq, steps, offload_dir, {}};
+  const bool single = world().size() == 1;
+  const bool needs_full_shard = cases.count("checkpointing") || cases.count("offload");
+  // One process runs only the baseline, NO_SHARD; ranks run the strategies asked for, and
+  // FULL_SHARD when the rows measured against it are.
+  std::vector<std::string> strategies{"NO_SHARD"};
+  if (!single && cases.count("strategies"))
+    strategies = {"NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+  else if (!single)
+    strategies = needs_full_shard ? std::vector<std::string>{"FULL_SHARD"} : std::vector<std::string>{};
+  for (bool bf16 : {false, true}) {
+    const double baseline = bf16 ? base_bf16 : base_f32;
+    const Result full_shard = b.strategy_rows(strategies, bf16, baseline);
+    if (single) continue;
+    if (cases.count("prefetch")) b.prefetch_rows(bf16, baseline);
+    if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
+    if (cases.count("offload")) b.offload_rows(bf16, full_shard);
+  }
+  if (world().rank() == 0) bench::report(title, b.rows, out, context);
   return 0;
 }
 
