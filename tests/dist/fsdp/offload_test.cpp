@@ -55,6 +55,23 @@ INSTANTIATE_TEST_SUITE_P(
              std::string(memory::tier_name(std::get<2>(info.param)));
     });
 
+// Every lever at once (prefetch both ways, activation checkpointing, files for the masters and
+// optimizer state) changes when things happen and where bytes live, never what is computed.
+TEST(Offload, WithEveryOtherLeverTrainsBitForBitAsPlain) {
+  for (const auto& [kind, bf16] : {std::pair{std::string("gpt2"), true}, std::pair{std::string("llama"), false}}) {
+    const Config plain = strategy_config("FULL_SHARD", kind, bf16);
+    Config levers = offloading(plain, Tier::file);
+    levers.dist.fsdp.forward_prefetch = true;
+    levers.dist.fsdp.backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
+    levers.dist.fsdp.activation_checkpointing = true;
+    const RunResult a = run_accelerated(kind, plain, 3, 8);
+    const RunResult b = run_accelerated(kind, levers, 3, 8);
+    EXPECT_EQ(b.losses, a.losses) << kind;
+    EXPECT_EQ(b.norms, a.norms) << kind;
+    EXPECT_EQ(b.params, a.params) << kind;
+  }
+}
+
 // What a tier holds now, less what it held at `before`.
 int64_t grown(const memory::Report& before, Tier tier, Category category) {
   return memory::report().at(tier, category).current - before.at(tier, category).current;
