@@ -8,6 +8,7 @@
 #include "acc/models/checkpoint.h"
 #include "acc/models/gpt2.h"
 #include "acc/models/llama.h"
+#include "acc/nn/deferred_init.h"
 #include "acc/ops/ops.h"
 
 namespace acc {
@@ -53,6 +54,24 @@ TEST_F(Checkpoint, Gpt2FileUsesConv1DLayoutAndRoundTrips) {
   EXPECT_FALSE(reader.contains("lm_head.weight"));  // tied to wte
   models::load_model(loaded, dir_ / "m.safetensors");
   expect_same_parameters(saved, loaded);
+}
+
+TEST_F(Checkpoint, LoadingIntoADeferredModelSaysWhatToDoInstead) {
+  models::GPT2 saved(micro_gpt2(), 1);
+  models::save_model(saved, dir_ / "m.safetensors");
+  std::unique_ptr<models::GPT2> deferred;
+  {
+    nn::DeferredInit scope;
+    deferred = std::make_unique<models::GPT2>(micro_gpt2(), 2);
+  }
+  try {
+    models::load_model(*deferred, dir_ / "m.safetensors");
+    FAIL() << "loading into a model without memory did not fail";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deferred initialisation"), std::string::npos) << what;
+    EXPECT_NE(what.find("m.safetensors"), std::string::npos) << what;
+  }
 }
 
 TEST_F(Checkpoint, LoadsOriginalHuggingFaceGpt2Naming) {

@@ -5,6 +5,7 @@
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/io/safetensors.h"
+#include "acc/nn/deferred_init.h"
 #include "acc/ops/ops.h"
 
 namespace acc::models {
@@ -76,6 +77,10 @@ LoadProblems check_model_file(const Model& model, const std::filesystem::path& p
 }
 
 void load_model(Model& model, const std::filesystem::path& path) {
+  ACC_CHECK(!nn::has_deferred_parameters(model), "load_model: ", path.string(), ": this ", model.type_name(),
+            " was made with deferred initialisation (acc::make_model with fsdp_cpu_ram_efficient_loading, or an "
+            "nn::DeferredInit scope), so its parameters have no memory to load into. Load into a model made "
+            "normally, or load a sharded checkpoint after acc::accelerate()");
   io::SafetensorsReader reader(path);
   const Plan plan = plan_load(model, reader);
   ACC_CHECK(plan.problems.empty(), "load_model: ", path.string(), " does not match ",
