@@ -201,6 +201,9 @@ Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
           "BACKWARD_PRE");
     c.dist.fsdp.forward_prefetch = d.yes_no("Forward prefetch?", false);
     c.dist.fsdp.offload_params = d.yes_no("Offload parameters and optimizer state to CPU memory?", false);
+    if (c.dist.fsdp.offload_params)
+      d.key(c, "Directory for file-backed offload of masters and optimizer state (empty line: keep them in memory)?",
+            "fsdp_offload_dir", "\"\"");
     d.key(c, "State dict type for checkpoints: SHARDED_STATE_DICT or FULL_STATE_DICT?", "fsdp_state_dict_type",
           "SHARDED_STATE_DICT");
     c.dist.fsdp.sync_module_states = d.yes_no("Synchronise module states from rank 0 at start?", false);

@@ -51,6 +51,22 @@ TEST(ConfigCommand, ABadAnswerIsExplainedAndAskedAgain) {
   EXPECT_EQ(Config::from_yaml(c.to_yaml()), c);
 }
 
+TEST(ConfigCommand, OffloadAsksForADirectoryOnlyWhenChosen) {
+  // processes, type, strategy, wrap, classes, backward and forward prefetch, offload, then the
+  // directory, state dict, sync, loading, checkpointing, precision.
+  const Machine m{.cores = 2, .native_bf16 = true};
+  const Config files = answer("2\nFSDP\n\n\n\n\n\nyes\n/var/tmp/acc-offload\n\n\n\n\n\n", m);
+  EXPECT_TRUE(files.dist.fsdp.offload_params);
+  EXPECT_EQ(files.dist.fsdp.offload_dir, "/var/tmp/acc-offload");
+  EXPECT_EQ(Config::from_yaml(files.to_yaml()), files);
+  const Config memory = answer("2\nFSDP\n\n\n\n\n\nyes\n\n\n\n\n\n\n", m);
+  EXPECT_TRUE(memory.dist.fsdp.offload_params);
+  EXPECT_EQ(memory.dist.fsdp.offload_dir, "");
+  std::string transcript;
+  answer(std::string(16, '\n'), m, &transcript);
+  EXPECT_EQ(transcript.find("file-backed offload"), std::string::npos) << "asked without offload";
+}
+
 TEST(ConfigCommand, OneProcessSkipsTheFsdpQuestions) {
   const Config c = answer("1\n\nno\n", {.cores = 2, .native_bf16 = true});
   EXPECT_EQ(c.dist.distributed_type, DistributedType::NO);
