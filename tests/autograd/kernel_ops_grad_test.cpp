@@ -85,8 +85,11 @@ TEST(LossOps, CrossEntropyValueIgnoreAndGradient) {
   EXPECT_EQ(ops::cross_entropy(logits, all_ignored).item(), 0.f);
   Tensor leaf = Tensor::zeros({3, 4});
   leaf.set_requires_grad(true);
-  ops::cross_entropy(leaf, all_ignored).backward();  // runs, sends nothing
-  EXPECT_FALSE(leaf.grad().defined());
+  // Zero gradients, not none: data-parallel ranks must all produce a gradient for every
+  // parameter, even a rank whose rows are all ignored.
+  ops::cross_entropy(leaf, all_ignored).backward();
+  ASSERT_TRUE(leaf.grad().defined());
+  EXPECT_EQ(leaf.grad().to_vector(), std::vector<float>(12, 0.f));
   EXPECT_TRUE(gradcheck([&](const V& v) { return ops::cross_entropy(v[0], targets); },
                         random_leaves({{3, 4}}, 10)));
   Tensor t2 = Tensor::from_vector_i32({0, 5, 2, 4, 1}, {5});
@@ -159,8 +162,10 @@ TEST(LossOps, LinearCrossEntropyScalesByTheUpstreamGradientAndRecordsOnlyWhenNee
   const Tensor all_ignored = Tensor::from_vector_i32({-100, -100, -100}, {3});
   Tensor loss = ops::linear_cross_entropy(leaves[0], leaves[1], all_ignored);
   EXPECT_EQ(loss.item(), 0.f);
-  loss.backward();  // as cross_entropy: runs, sends nothing
-  EXPECT_FALSE(leaves[0].grad().defined());
+  loss.backward();  // as cross_entropy: zero gradients
+  ASSERT_TRUE(leaves[0].grad().defined() && leaves[1].grad().defined());
+  EXPECT_EQ(leaves[0].grad().to_vector(), std::vector<float>(12, 0.f));
+  EXPECT_EQ(leaves[1].grad().to_vector(), std::vector<float>(20, 0.f));
   EXPECT_THROW(ops::linear_cross_entropy(plain, Tensor::zeros({5, 3}), targets), Error);        // C differs
   EXPECT_THROW(ops::linear_cross_entropy(plain, weight, Tensor::zeros({3})), Error);  // f32 targets
   EXPECT_THROW(ops::linear_cross_entropy(plain, weight, Tensor::from_vector_i32({1, 7, 0}, {3})), Error);

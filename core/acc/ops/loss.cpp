@@ -37,7 +37,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, int32_t 
   autograd::record("cross_entropy", out, {logits_in},
                    [=](const Tensor& g) {
                      ACC_PROFILE("cross_entropy.backward");
-                     if (counted == 0) return std::vector<Tensor>{Tensor()};  // nothing counted
+                     // Nothing counted: a zero gradient, not none, so that every parameter
+                     // behind the loss still gets one (data-parallel peers reduce them all).
+                     if (counted == 0) return std::vector<Tensor>{Tensor::zeros({N, V}, grad_dtype)};
                      Tensor dloss = detail::new_output({N});
                      dloss.fill_(static_cast<double>(g.item()) / static_cast<double>(counted));
                      Tensor dlogits = detail::new_output({N, V}, grad_dtype);
@@ -83,8 +85,8 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& w_in, const Tensor
   const int64_t counted =
       kernels::count_and_check_targets("linear_cross_entropy", t, N, V, ignore_index);
   const bool recording = autograd::needs_grad({x_in, w_in});
-  // With every row ignored the node is still recorded (backward runs, as for cross_entropy)
-  // but sends no gradient.
+  // With every row ignored nothing is computed, but backward sends zero gradients (as
+  // cross_entropy does), so that every parameter behind the loss still gets one.
   const bool need_x = recording && counted && x_in.requires_grad();
   const bool need_w = recording && counted && w_in.requires_grad();
 
@@ -97,6 +99,10 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& w_in, const Tensor
   dloss.fill_(counted ? 1.0 / static_cast<double>(counted) : 0.0);
   Tensor dx = need_x ? detail::new_output({N, C}) : Tensor();
   Tensor dw = need_w ? detail::new_output({V, C}) : Tensor();
+  if (recording && !counted) {
+    if (x_in.requires_grad()) dx = Tensor::zeros({N, C});
+    if (w_in.requires_grad()) dw = Tensor::zeros({V, C});
+  }
 
   double total = 0;
   for (int64_t r0 = 0; r0 < N; r0 += R) {
