@@ -42,17 +42,6 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// [B, T, H*D] <-> [B, H, T, D]: the attention kernel's layout.
-Tensor split_heads(const Tensor& x, int64_t heads) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  return ops::permute(ops::reshape(x, {B, T, heads, C / heads}), {0, 2, 1, 3});
-}
-
-Tensor merge_heads(const Tensor& x) {
-  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
-  return ops::reshape(ops::permute(x, {0, 2, 1, 3}), {B, T, H * D});
-}
-
 // GPT-2 scales the init of the projections that write into the residual stream by
 // 1/sqrt(2 * n_layer), so the stream's variance does not grow with depth.
 float residual_std(const GPT2Config& c) {
@@ -61,7 +50,8 @@ float residual_std(const GPT2Config& c) {
 
 }  // namespace
 
-GPT2Attention::GPT2Attention(const GPT2Config& c) : nn::Module("GPT2Attention"), n_head_(c.n_head) {
+GPT2Attention::GPT2Attention(const GPT2Config& c)
+    : nn::Module("GPT2Attention"), head_dim_(c.n_embd / c.n_head) {
   c_attn_ = register_module("c_attn", std::make_shared<Linear>(c.n_embd, 3 * c.n_embd, true,
                                                                 c.initializer_range));
   c_proj_ = register_module("c_proj",
@@ -69,10 +59,11 @@ GPT2Attention::GPT2Attention(const GPT2Config& c) : nn::Module("GPT2Attention"),
 }
 
 Tensor GPT2Attention::forward(const Tensor& x) {
-  const int64_t C = x.size(-1);
-  auto qkv = ops::split((*c_attn_)(x), {C, C, C}, -1);
-  Tensor y = ops::causal_attention(split_heads(qkv[0], n_head_), split_heads(qkv[1], n_head_),
-                                   split_heads(qkv[2], n_head_));
+  Tensor packed = (*c_attn_)(x);  // q, k, v side by side (of the heads this rank holds)
+  const int64_t W = packed.size(-1) / 3;
+  auto qkv = ops::split(packed, {W, W, W}, -1);
+  Tensor y = ops::causal_attention(split_heads(qkv[0], head_dim_), split_heads(qkv[1], head_dim_),
+                                   split_heads(qkv[2], head_dim_));
   return (*c_proj_)(merge_heads(y));
 }
 
@@ -134,6 +125,10 @@ std::string GPT2::name_from_file(const std::string& file_name) const {
   // The original Hugging Face "gpt2" files name GPT2Model's parameters without the prefix.
   if (file_name.starts_with("transformer.") || file_name.starts_with("lm_head.")) return file_name;
   return "transformer." + file_name;
+}
+
+int GPT2::packed_sections(const std::string& name) const {
+  return ends_with(name, ".attn.c_attn.weight") || ends_with(name, ".attn.c_attn.bias") ? 3 : 1;
 }
 
 bool GPT2::stored_transposed(const std::string& name) const {

@@ -38,7 +38,7 @@ class GPT2Attention : public nn::Module {
   Tensor forward(const Tensor& x) override;  // [B, T, C] -> [B, T, C]
 
  private:
-  int64_t n_head_;
+  int64_t head_dim_;
   std::shared_ptr<Linear> c_attn_, c_proj_;
 };
 
@@ -77,6 +77,8 @@ class GPT2 : public CausalLM {
   std::string name_from_file(const std::string& file_name) const override;
   bool stored_transposed(const std::string& name) const override;
   bool ignored_in_file(const std::string& name) const override;
+  // c_attn packs q, k and v along its output features.
+  int packed_sections(const std::string& name) const override;
   // The head is wte itself, read at the end of the forward.
   std::vector<std::string> shared_parameters() const override { return {"transformer.wte.weight"}; }
 

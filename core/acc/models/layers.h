@@ -33,4 +33,10 @@ class Embedding : public nn::Embedding {
   float init_std_;
 };
 
+// [B, T, H*D] <-> [B, H, T, D], the attention kernel's layout. The number of heads H comes
+// from the width and the head size D, so a projection that holds only some heads (tensor
+// parallelism splits them over ranks) needs no other change.
+Tensor split_heads(const Tensor& x, int64_t head_dim);
+Tensor merge_heads(const Tensor& x);
+
 }  // namespace acc::models

@@ -37,16 +37,6 @@ void LlamaConfig::validate() const {
 
 namespace {
 
-Tensor split_heads(const Tensor& x, int64_t heads) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  return ops::permute(ops::reshape(x, {B, T, heads, C / heads}), {0, 2, 1, 3});
-}
-
-Tensor merge_heads(const Tensor& x) {
-  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
-  return ops::reshape(ops::permute(x, {0, 2, 1, 3}), {B, T, H * D});
-}
-
 std::shared_ptr<Linear> projection(const LlamaConfig& c, int64_t in, int64_t out) {
   return std::make_shared<Linear>(in, out, /*bias=*/false, c.initializer_range);
 }
@@ -55,8 +45,7 @@ std::shared_ptr<Linear> projection(const LlamaConfig& c, int64_t in, int64_t out
 
 LlamaAttention::LlamaAttention(const LlamaConfig& c)
     : nn::Module("LlamaAttention"),
-      heads_(c.num_attention_heads),
-      kv_heads_(c.num_key_value_heads),
+      head_dim_(c.head_dim()),
       rope_theta_(c.rope_theta) {
   const int64_t C = c.hidden_size, kv = c.num_key_value_heads * c.head_dim();
   q_proj_ = register_module("q_proj", projection(c, C, C));
@@ -66,9 +55,9 @@ LlamaAttention::LlamaAttention(const LlamaConfig& c)
 }
 
 Tensor LlamaAttention::forward(const Tensor& x) {
-  Tensor q = ops::rope(split_heads((*q_proj_)(x), heads_), rope_theta_);
-  Tensor k = ops::rope(split_heads((*k_proj_)(x), kv_heads_), rope_theta_);
-  Tensor v = split_heads((*v_proj_)(x), kv_heads_);
+  Tensor q = ops::rope(split_heads((*q_proj_)(x), head_dim_), rope_theta_);
+  Tensor k = ops::rope(split_heads((*k_proj_)(x), head_dim_), rope_theta_);
+  Tensor v = split_heads((*v_proj_)(x), head_dim_);
   return (*o_proj_)(merge_heads(ops::causal_attention(q, k, v)));
 }
 

@@ -41,7 +41,7 @@ class LlamaAttention : public nn::Module {
   Tensor forward(const Tensor& x) override;  // [B, T, C] -> [B, T, C]
 
  private:
-  int64_t heads_, kv_heads_;
+  int64_t head_dim_;
   double rope_theta_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, o_proj_;
 };

@@ -30,7 +30,9 @@ ModelOutput CausalLM::forward(const data::Batch& batch) {
   ACC_CHECK(labels.shape() == ids.shape(), type_name(), ": labels ", labels.describe(),
             " must have the shape of input_ids ", ids.describe());
   const int64_t rows = labels.numel();
-  if (out.logits.defined())  // in bf16 compute the head's backward rounds dlogits to bf16 anyway
+  if (head_loss_)
+    out.loss = head_loss_(ops::reshape(hidden, {rows, hidden.size(-1)}), head_weight(), labels.view({rows}));
+  else if (out.logits.defined())  // in bf16 compute the head's backward rounds dlogits to bf16 anyway
     out.loss = ops::cross_entropy(ops::reshape(out.logits, {rows, vocab_size()}),
                                   labels.view({rows}), ops::kIgnoreIndex, compute_dtype_);
   else

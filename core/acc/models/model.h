@@ -4,6 +4,7 @@
 // strategy wrapping the model) never needs to know which fields a model reads. Inside, models
 // call their blocks through Module::operator(), where strategies hook them.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ class Model : public nn::Module {
   virtual bool stored_transposed(const std::string& /*name*/) const { return false; }
   // File entries that are not parameters (buffers, a tied head) and are skipped on load.
   virtual bool ignored_in_file(const std::string& /*name*/) const { return false; }
+  // How many tensors a parameter packs side by side along its first dimension (GPT-2's c_attn:
+  // q, k and v): a strategy that splits that dimension over ranks splits each of them.
+  virtual int packed_sections(const std::string& /*name*/) const { return 1; }
 
   int64_t num_parameters() const;
 
@@ -72,6 +76,11 @@ class CausalLM : public Model {
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_seq_len() const = 0;
   void set_return_logits(bool on) { return_logits_ = on; }
+  // The loss from the hidden states [B*T, C], the head's weight and the labels [B*T], for a
+  // strategy that holds only part of the head (tensor parallelism over the vocabulary: each
+  // rank's logits are a slice of the vocabulary). Unset: the model's own loss.
+  using HeadLoss = std::function<Tensor(const Tensor& hidden, const Tensor& weight, const Tensor& labels)>;
+  void set_head_loss(HeadLoss loss) { head_loss_ = std::move(loss); }
 
  protected:
   // Throws naming the model unless ids is an integer [B, T] with 1 <= T <= max_seq_len().
@@ -79,6 +88,7 @@ class CausalLM : public Model {
 
  private:
   bool return_logits_ = false;
+  HeadLoss head_loss_;
 };
 
 }  // namespace acc::models

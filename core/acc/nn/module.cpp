@@ -139,6 +139,14 @@ void Module::set_parameter(const std::string& qualified_name, Tensor t) {
   const Tensor old = owner->param(local);  // throws, naming the owner's parameters
   ACC_CHECK(t.defined() && t.shape() == old.shape(), "set_parameter: '", qualified_name, "' is ",
             old.describe(), " but the replacement is ", t.defined() ? t.describe() : "undefined");
+  replace_parameter(qualified_name, std::move(t));
+}
+
+void Module::replace_parameter(const std::string& qualified_name, Tensor t) {
+  std::string local;
+  Module* owner = find_owner(qualified_name, &local);
+  const Tensor old = owner->param(local);
+  ACC_CHECK(t.defined(), "replace_parameter: the replacement of '", qualified_name, "' is undefined");
   if (old.requires_grad() && !t.requires_grad() && !t.grad_fn()) t.set_requires_grad(true);
   for (auto& [_, m] : named_modules())
     for (auto& [name, slot] : m->params_)

@@ -68,6 +68,10 @@ class Module {
   // shape (e.g. a view into a flat buffer); requires_grad carries over to a new leaf. Every slot
   // holding the same tensor (tied weights) is replaced, so ties survive.
   void set_parameter(const std::string& qualified_name, Tensor t);
+  // As set_parameter, but `t` may have another shape: for a strategy that keeps only a slice of
+  // the parameter on this rank (tensor parallelism). The module's forward must take its sizes
+  // from its parameters, as nn::Linear does.
+  void replace_parameter(const std::string& qualified_name, Tensor t);
   Tensor parameter(const std::string& qualified_name) const;
 
   // --- modes and utilities ---

@@ -1,0 +1,73 @@
+#include "spmd_model.h"
+
+#include <cmath>
+
+#include "acc/optim/clip_grad.h"
+
+namespace acc::spmd {
+
+SpmdModel::SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
+                     std::unique_ptr<TensorParallel> tensor_parallel,
+                     std::set<std::string> whole_over_fsdp, std::shared_ptr<Mesh> mesh)
+    : ShardedModel("SPMD(" + mesh->describe() + ")", std::move(module)),
+      engine_(std::move(engine)),
+      tensor_parallel_(std::move(tensor_parallel)),
+      whole_over_fsdp_(std::move(whole_over_fsdp)),
+      mesh_(std::move(mesh)) {}
+
+double SpmdModel::clip_grad_norm(double max_norm) {
+  ACC_CHECK(max_norm > 0, type_name(), ": clip_grad_norm needs max_norm > 0, got ", max_norm);
+  const double model_ranks = mesh_->has_axis("model") ? mesh_->size("model") : 1;
+  const double fsdp_ranks = mesh_->size("fsdp");
+  const auto pieces = engine_->parameter_pieces();
+  double local = 0;
+  for (const auto& piece : pieces) {
+    const Tensor g = piece.master.grad();
+    if (!g.defined()) continue;
+    double share = 1;  // of this rank in the piece's copies
+    if (!tensor_parallel_->split_of(piece.name)) share /= model_ranks;
+    if (whole_over_fsdp_.count(piece.name)) share /= fsdp_ranks;
+    local += share * optim::grad_square_sum(g);
+  }
+  Tensor total = Tensor::from_vector({static_cast<float>(local)}, {1});
+  mesh_->group()->all_reduce(total);
+  const double norm = std::sqrt(static_cast<double>(total.item()));
+  if (norm > max_norm) {
+    const double scale = max_norm / norm;
+    for (const auto& piece : pieces)
+      if (Tensor g = piece.master.grad(); g.defined()) optim::scale_grad(g, scale);
+  }
+  return norm;
+}
+
+std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
+  auto full = engine_->full_parameters();
+  for (auto& [name, value] : full)
+    if (const auto* split = tensor_parallel_->split_of(name)) value = tensor_parallel_->gather(*split, value);
+  return full;
+}
+
+std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
+  ACC_CHECK(!tensor_parallel_->active(), type_name(), ": per-rank pieces (sharded checkpoints) "
+            "are not available with tensor parallelism yet: a slice over `model` is not a flat "
+            "range of its parameter. Save a full checkpoint (fsdp_state_dict_type: FULL_STATE_DICT).");
+  return engine_->parameter_pieces();
+}
+
+void SpmdModel::set_gradient_sync(bool on) {
+  if (on)
+    no_sync_.reset();
+  else if (!no_sync_)
+    no_sync_.emplace(engine_->no_sync());
+}
+
+void SpmdModel::begin_full_params(bool writeback) {
+  ACC_CHECK(!tensor_parallel_->active(), type_name(), ": summon_full_params needs whole modules, "
+            "but with tensor parallelism each rank's modules compute on their slices; use "
+            "full_parameters() or copy_full_parameters_to() a fresh model");
+  summoned_.emplace(engine_->summon_full_params(writeback));
+}
+
+void SpmdModel::end_full_params(bool) noexcept { summoned_.reset(); }
+
+}  // namespace acc::spmd

@@ -1,0 +1,54 @@
+#pragma once
+// The model the SPMD strategy hands back: the user's model with its `model`-axis slices in
+// place (tensor_parallel.h) and the FSDP engine holding those slices, sharded over the `fsdp`
+// axis, as the inner ShardedModel that runs forward and backward.
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "acc/spmd/mesh.h"
+#include "fsdp/fsdp_model.h"
+#include "tensor_parallel.h"
+
+namespace acc::spmd {
+
+class SpmdModel final : public ShardedModel {
+ public:
+  // `whole_over_fsdp`: the parameters every fsdp rank holds whole (their specs do not use fsdp).
+  SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
+            std::unique_ptr<TensorParallel> tensor_parallel, std::set<std::string> whole_over_fsdp,
+            std::shared_ptr<Mesh> mesh);
+
+  models::ModelOutput forward(const data::Batch& batch) override { return engine_->forward(batch); }
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const override {
+    return engine_->named_parameters();
+  }
+  std::vector<optim::ParamGroup> param_groups(double weight_decay) const override {
+    return engine_->param_groups(weight_decay);
+  }
+  // Over every rank of the mesh, each value counted once: a slice over `model` or `fsdp` is
+  // summed over its axis, a parameter whole along an axis is counted on one of its ranks.
+  double clip_grad_norm(double max_norm) override;
+  // The engine's whole parameters, their `model` slices joined (a collective over the mesh).
+  std::vector<std::pair<std::string, Tensor>> full_parameters() override;
+  // The engine's pieces while nothing is split over `model`; with tensor parallelism a piece
+  // is not a flat range of its parameter, so this is an error that says so.
+  std::vector<ParameterPiece> parameter_pieces() const override;
+
+  const Mesh& mesh() const { return *mesh_; }
+  const fsdp::FsdpModel& engine() const { return *engine_; }
+
+ private:
+  void set_gradient_sync(bool on) override;
+  void begin_full_params(bool writeback) override;
+  void end_full_params(bool writeback) noexcept override;
+
+  std::shared_ptr<fsdp::FsdpModel> engine_;
+  std::unique_ptr<TensorParallel> tensor_parallel_;
+  std::set<std::string> whole_over_fsdp_;
+  std::shared_ptr<Mesh> mesh_;
+  std::optional<Scope> no_sync_, summoned_;
+};
+
+}  // namespace acc::spmd

@@ -1,0 +1,132 @@
+#include "spmd_strategy.h"
+
+#include <map>
+#include <set>
+
+#include "acc/dist/single_process_group.h"
+#include "acc/spmd/sharding_rules.h"
+#include "acc/util/log.h"
+#include "fsdp/engine_setup.h"
+#include "fsdp/wrap_policy.h"
+#include "spmd_model.h"
+
+namespace acc::spmd {
+
+namespace {
+
+ResolvedSharding resolve(const models::Model& model, const Mesh& mesh, const std::string& rules_file) {
+  std::vector<std::pair<std::string, Shape>> params;
+  for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, p.shape());
+  std::vector<std::string> modules;
+  for (auto& [path, _] : const_cast<models::Model&>(model).named_modules())
+    if (!path.empty()) modules.push_back(path);
+  if (rules_file.empty())  // FSDPv2's default: every parameter split on its first dim over fsdp
+    return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), "fsdp");
+  ResolvedSharding sharding = ShardingRules::from_file(rules_file).resolve(params, modules, mesh.axis_names());
+  for (const auto& warning : sharding.warnings) log::warn("{}", warning);
+  return sharding;
+}
+
+// Module output rules (activation sharding) the engine runs: the batch over fsdp (each fsdp
+// rank computes its own samples), the last dim over `model` where a column-parallel Linear
+// leaves it so, every other dim whole.
+void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
+                        const TensorParallel& tensor_parallel, const Mesh& mesh) {
+  std::map<std::string, nn::Module*> modules;
+  for (auto& [path, m] : model.named_modules()) modules[path] = m;
+  const bool model_axis = mesh.has_axis("model") && mesh.size("model") > 1;
+  for (const auto& [path, rule] : sharding.outputs) {
+    const nn::Module* m = modules.at(path);
+    auto fail = [&](const std::string& why) {
+      ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " for the output of ", m->type_name(),
+               " '", path, "' ", why);
+    };
+    if (rule.output_index >= 0) fail("selects a tuple element, but acc's modules return one tensor");
+    const auto& dims = rule.spec.dims;
+    if (dims.empty()) continue;
+    if (dims[0] != std::vector<std::string>{"fsdp"})
+      fail("must split dim 0 (the batch) over fsdp: SPMD is data parallel over that axis");
+    for (size_t d = 1; d < dims.size(); ++d) {
+      if (dims[d].empty()) continue;
+      const bool last_over_model = d + 1 == dims.size() && dims[d] == std::vector<std::string>{"model"};
+      if (!last_over_model)
+        fail("is not supported: past the batch only the last dim may be split, over `model`");
+      if (model_axis && !tensor_parallel.splits_output(m))
+        fail("splits the last dim over `model`, which only a column-parallel Linear's output is");
+    }
+  }
+}
+
+// Parameters whose spec does not use fsdp leave their units for one unit held whole on every
+// fsdp rank (gradients all-reduced over the axis); returns their names with the ignored
+// modules' (already whole).
+std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
+                                           const ResolvedSharding& sharding, models::Model& model) {
+  std::set<std::string> whole;
+  for (const auto& [name, spec] : sharding.parameters) {
+    const auto axes = spec.axes();
+    if (std::find(axes.begin(), axes.end(), "fsdp") == axes.end()) whole.insert(name);
+  }
+  fsdp::UnitPlan replicated{"<whole over fsdp>", &model, {}, true};
+  for (auto& plan : plans) {
+    if (plan.replicated) {
+      for (const auto& [name, _] : plan.params) whole.insert(name);
+      continue;
+    }
+    std::erase_if(plan.params, [&](const std::pair<std::string, Tensor>& p) {
+      if (!whole.count(p.first)) return false;
+      replicated.params.push_back(p);
+      return true;
+    });
+  }
+  // A wrapped unit left without parameters has nothing to gather (the root stays, last).
+  std::erase_if(plans, [&](const fsdp::UnitPlan& p) {
+    return p.params.empty() && !p.replicated && &p != &plans.back();
+  });
+  if (!replicated.params.empty()) plans.insert(plans.begin(), std::move(replicated));
+  return whole;
+}
+
+}  // namespace
+
+void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
+                         const Config& config) {
+  Strategy::setup(world, topology, config);
+  const SpmdConfig& spmd = config.dist.spmd;
+  for (const auto& axis : spmd.axis_names)
+    ACC_CHECK(axis == "fsdp" || axis == "model", "spmd_config.axis_names: '", axis,
+              "' is not an axis acc's SPMD engine runs: fsdp (data parallel, parameters sharded) "
+              "and model (tensor parallel)");
+  ACC_CHECK(std::find(spmd.axis_names.begin(), spmd.axis_names.end(), "fsdp") != spmd.axis_names.end(),
+            "spmd_config.axis_names: the mesh has no `fsdp` axis; SPMD splits batches and shards "
+            "parameters over it (plain FSDPv2 is mesh_shape [", world->size(),
+            ", 1] with axis_names [fsdp, model])");
+  mesh_ = std::make_shared<Mesh>(world, spmd.mesh_shape, spmd.axis_names);
+  self_group_ = std::make_shared<dist::SingleProcessGroup>(world->name() + "/self",
+                                                           world->world_ranks()[world->rank()]);
+}
+
+std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> model) {
+  ACC_CHECK(model, name(), ": the model to wrap is null");
+  const ResolvedSharding sharding = resolve(*model, *mesh_, config().dist.spmd.sharding_rules);
+  fsdp::prepare_model(*model, config(), *world());
+  const auto& model_group = mesh_->has_axis("model") ? mesh_->group("model") : self_group_;
+  auto tensor_parallel = std::make_unique<TensorParallel>(*model, sharding, model_group);
+  check_output_rules(sharding, *model, *tensor_parallel, *mesh_);
+  tensor_parallel->slice_parameters(*model);
+
+  const auto& fsdp_group = mesh_->group("fsdp");
+  auto plans = fsdp::plan_units(*model, config().dist.fsdp, model->shared_parameters());
+  auto whole = keep_whole_over_fsdp(plans, sharding, *model);
+  auto options = fsdp::engine_options(name(), config(), *model, {fsdp_group, self_group_},
+                                      {self_group_, fsdp_group}, /*reshard_after_forward=*/true,
+                                      fsdp_group->size());
+  log::debug("SPMD: {}, {} units, {} parameters split over model, {} whole over fsdp",
+             mesh_->describe(), plans.size(), tensor_parallel->splits().size(), whole.size());
+  auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));
+  tensor_parallel->install(*model);
+  return std::make_shared<SpmdModel>(std::move(model), std::move(engine), std::move(tensor_parallel),
+                                     std::move(whole), mesh_);
+}
+
+}  // namespace acc::spmd

@@ -1,0 +1,177 @@
+#include "tensor_parallel.h"
+
+#include <map>
+
+#include "acc/autograd/grad_mode.h"
+#include "acc/ops/ops.h"
+#include "model_axis_ops.h"
+
+namespace acc::spmd {
+
+namespace {
+
+// The dimension `spec` splits over `model`, or -1.
+int model_dim(const std::string& name, const PartitionSpec& spec) {
+  for (size_t d = 0; d < spec.dims.size(); ++d)
+    for (const auto& axis : spec.dims[d])
+      if (axis == "model") {
+        ACC_CHECK(spec.dims[d].size() == 1, "SPMD: ", name, " ", spec.to_string(),
+                  ": tensor parallelism splits a dimension over `model` alone, not together with "
+                  "another axis");
+        return static_cast<int>(d);
+      }
+  return -1;
+}
+
+std::pair<std::string, std::string> owner_and_local(const std::string& name) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos) return {"", name};
+  return {name.substr(0, dot), name.substr(dot + 1)};
+}
+
+}  // namespace
+
+TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sharding,
+                               std::shared_ptr<dist::ProcessGroup> group)
+    : group_(std::move(group)) {
+  const int n = group_->size();
+  std::map<std::string, nn::Module*> modules;
+  for (auto& [path, m] : model.named_modules()) modules[path] = m;
+  auto* lm = dynamic_cast<models::CausalLM*>(&model);
+  const Tensor head = lm ? lm->head_weight() : Tensor();
+  std::map<const nn::Module*, bool> column;  // the Linears whose weight is split, and how
+  for (const auto& [name, spec] : sharding.parameters) {
+    const int dim = model_dim(name, spec);
+    if (dim < 0) continue;
+    const auto [path, local] = owner_and_local(name);
+    const nn::Module* owner = modules.at(path);
+    const Tensor p = model.parameter(name);
+    const bool linear = owner->type_name() == "Linear";
+    if (linear && local == "weight" && dim <= 1) {
+      column[owner] = dim == 0;
+      if (dim == 0 && head.defined() && p.is_same(head)) {
+        vocab_parallel_head_ = true;
+        head_owner_ = lm;
+      }
+    } else if (!(linear && local == "bias")) {  // a bias is checked with its weight below
+      ACC_FAIL("SPMD: no rule runs ", owner->type_name(), " '", path, "' with ", name, " ",
+               spec.to_string(), " (", p.describe(), ") split over `model`: tensor parallelism ",
+               "splits a Linear's weight on dim 0 (column-parallel) or dim 1 (row-parallel), and "
+               "the causal LM head over the vocabulary");
+    }
+    // Packed tensors (attention's q, k, v) must split evenly, so every rank holds whole heads
+    // of each; a plain dim splits as evenly as it can (split_sizes).
+    const int sections = dim == 0 ? model.packed_sections(name) : 1;
+    ACC_CHECK(sections == 1 || p.size(dim) % (static_cast<int64_t>(sections) * n) == 0, "SPMD: ",
+              name, " ", spec.to_string(), ": dim ", dim, " of ", p.describe(), " packs ", sections,
+              " tensors, which do not each split evenly over the ", n, " ranks of `model`");
+    splits_.push_back({name, p.shape(), dim, sections});
+  }
+  for (auto& [path, m] : modules) {
+    if (m->type_name() != "Linear") continue;
+    const auto kind = column.find(m);
+    const bool bias_split = m->has_param("bias") && split_of(path + ".bias") != nullptr;
+    const bool is_column = kind != column.end() && kind->second;
+    if (m->has_param("bias"))
+      ACC_CHECK(bias_split == is_column, "SPMD: Linear '", path, "': its bias must be split over ",
+                "`model` exactly when its weight is column-parallel ([model, ...]): ",
+                is_column ? "a column-parallel Linear's output features are split, so is its bias"
+                          : "only a column-parallel Linear's output is split");
+    if (kind != column.end()) linears_.push_back({m, kind->second});
+  }
+  if (n == 1) {  // the specs are valid; with one rank along `model` nothing is split
+    splits_.clear();
+    linears_.clear();
+    vocab_parallel_head_ = false;
+  }
+}
+
+TensorParallel::~TensorParallel() {
+  for (auto& h : hooks_) h.remove();
+  if (head_owner_ && vocab_parallel_head_) head_owner_->set_head_loss(nullptr);
+}
+
+const ModelAxisSplit* TensorParallel::split_of(const std::string& name) const {
+  for (const auto& s : splits_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+bool TensorParallel::splits_output(const nn::Module* module) const {
+  for (const auto& l : linears_)
+    if (l.module == module) return l.column;
+  return false;
+}
+
+void TensorParallel::slice_parameters(models::Model& model) const {
+  for (const auto& s : splits_)
+    model.replace_parameter(s.name, take_slice(model.parameter(s.name), s, group_->rank(), group_->size()));
+}
+
+void TensorParallel::install(models::Model& model) {
+  for (const auto& l : linears_) {
+    if (l.column)
+      hooks_.push_back(l.module->add_call_wrapper(
+          [g = group_](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+            return inner(enter_parallel_region(x, g));
+          }));
+    else  // computes the product itself, so the whole bias is added once, after the sum
+      hooks_.push_back(l.module->add_call_wrapper(
+          [g = group_](nn::Module& m, const Tensor& x, const nn::Module::Inner&) {
+            Tensor y = reduce_partial_sums(ops::linear(x, m.param("weight")), g);
+            return m.has_param("bias") ? ops::add(y, m.param("bias")) : y;
+          }));
+  }
+  if (vocab_parallel_head_)
+    head_owner_->set_head_loss([g = group_, dtype = model.compute_dtype(), vocab = head_owner_->vocab_size()](
+                                   const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
+      Tensor logits = gather_last_dim(ops::linear(enter_parallel_region(hidden, g), weight), g, vocab);
+      return ops::cross_entropy(logits, labels, ops::kIgnoreIndex, dtype);
+    });
+}
+
+Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) const {
+  autograd::NoGradGuard no_grad;
+  const auto extents = split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
+  const int64_t per_row = slice.numel() / slice.size(split.dim);  // elements per index of dim
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (int64_t e : extents) total += counts.emplace_back(e * split.sections * per_row);
+  Tensor all = Tensor::empty({total}, slice.dtype());
+  group_->all_gather_v(slice.view({slice.numel()}), all, counts);
+  std::vector<Tensor> slices;
+  int64_t at = 0;
+  for (size_t r = 0; r < extents.size(); ++r) {
+    Shape shape = slice.shape();
+    shape[static_cast<size_t>(split.dim)] = extents[r] * split.sections;
+    slices.push_back(all.slice_flat(at, shape));
+    at += counts[r];
+  }
+  return join_slices(slices, split);
+}
+
+Tensor take_slice(const Tensor& full, const ModelAxisSplit& split, int rank, int size) {
+  autograd::NoGradGuard no_grad;
+  const auto extents = split_sizes(full.size(split.dim) / split.sections, size);
+  std::vector<int64_t> sizes;  // section-major: each section's chunks in rank order
+  for (int s = 0; s < split.sections; ++s) sizes.insert(sizes.end(), extents.begin(), extents.end());
+  auto chunks = ops::split(full, sizes, split.dim);
+  std::vector<Tensor> mine;
+  for (int s = 0; s < split.sections; ++s) mine.push_back(chunks[static_cast<size_t>(s * size + rank)]);
+  return ops::concat(mine, split.dim);
+}
+
+Tensor join_slices(const std::vector<Tensor>& slices, const ModelAxisSplit& split) {
+  autograd::NoGradGuard no_grad;
+  std::vector<std::vector<Tensor>> sections;  // [rank][section]
+  for (const auto& slice : slices) {
+    const int64_t each = slice.size(split.dim) / split.sections;
+    sections.push_back(ops::split(slice, std::vector<int64_t>(static_cast<size_t>(split.sections), each), split.dim));
+  }
+  std::vector<Tensor> ordered;
+  for (int s = 0; s < split.sections; ++s)
+    for (auto& rank : sections) ordered.push_back(rank[static_cast<size_t>(s)]);
+  return ops::concat(ordered, split.dim);
+}
+
+}  // namespace acc::spmd

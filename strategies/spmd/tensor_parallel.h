@@ -1,0 +1,77 @@
+#pragma once
+// Tensor parallelism over the `model` mesh axis, decided per module from the partition specs:
+//
+//   spec of a Linear's weight [out, in]   the module becomes          its output
+//   [model, *]                            column-parallel             split on the last dim
+//   [*, model]                            row-parallel                partial sums, all-reduced
+//   the causal LM's head weight [model, *]  vocabulary-parallel head  logits split over vocab
+//
+// A column-parallel Linear keeps its rows (and bias) for this rank's output features, a packed
+// parameter (GPT-2's c_attn: q, k, v) a slice of each packed tensor, so every rank holds whole
+// attention heads. Its input is whole on every rank, so the gradient flowing back into it is
+// a partial sum, all-reduced. A row-parallel Linear takes the split input a column-parallel one
+// produced and adds its whole bias once, after the sum. The head's logits are gathered over the
+// vocabulary for the loss. Any other spec that uses `model` is an error naming the module.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acc/autograd/hooks.h"
+#include "acc/dist/process_group.h"
+#include "acc/models/model.h"
+#include "acc/spmd/sharding_rules.h"
+
+namespace acc::spmd {
+
+// One parameter split over `model`.
+struct ModelAxisSplit {
+  std::string name;  // qualified parameter name
+  Shape full_shape;
+  int dim = 0;       // the dimension split
+  int sections = 1;  // tensors packed along dim, each split
+};
+
+class TensorParallel {
+ public:
+  // Checks every parameter spec and module output rule that uses `model`; errors name the
+  // module, its type and the spec. `group` is the mesh's `model` axis.
+  TensorParallel(models::Model& model, const ResolvedSharding& sharding,
+                 std::shared_ptr<dist::ProcessGroup> group);
+  ~TensorParallel();
+  TensorParallel(const TensorParallel&) = delete;
+  TensorParallel& operator=(const TensorParallel&) = delete;
+
+  bool active() const { return !splits_.empty(); }
+  const std::vector<ModelAxisSplit>& splits() const { return splits_; }
+  const ModelAxisSplit* split_of(const std::string& name) const;
+  // True for a column-parallel Linear: its output is split on the last dim over `model`.
+  bool splits_output(const nn::Module* module) const;
+
+  // Replaces each split parameter of `model` by this rank's slice (before the fsdp engine
+  // takes the parameters over).
+  void slice_parameters(models::Model& model) const;
+  // Hooks the modules' calls and the head's loss (after the engine: its unit wrappers stay
+  // outermost, so a unit is gathered before any of its Linears runs).
+  void install(models::Model& model);
+  // The whole parameter from every rank's slice: a collective over the group.
+  Tensor gather(const ModelAxisSplit& split, const Tensor& slice) const;
+
+ private:
+  struct ParallelLinear {
+    nn::Module* module;
+    bool column;  // else row-parallel
+  };
+  std::shared_ptr<dist::ProcessGroup> group_;
+  std::vector<ModelAxisSplit> splits_;
+  std::vector<ParallelLinear> linears_;
+  bool vocab_parallel_head_ = false;
+  std::vector<autograd::HookHandle> hooks_;
+  models::CausalLM* head_owner_ = nullptr;
+};
+
+// This rank's slice of `full` under `split` (rank `rank` of `size`), and its inverse over the
+// slices of every rank in rank order.
+Tensor take_slice(const Tensor& full, const ModelAxisSplit& split, int rank, int size);
+Tensor join_slices(const std::vector<Tensor>& slices, const ModelAxisSplit& split);
+
+}  // namespace acc::spmd
