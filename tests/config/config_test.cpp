@@ -25,11 +25,24 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
       {"fsdp_hybrid_shard.yaml", {ShardingStrategy::HYBRID_SHARD, 4}},
       {"fsdp_hybrid_shard_zero2.yaml", {ShardingStrategy::HYBRID_SHARD_ZERO2, 4}},
   };
-  int checked = 0;
+  int checked = 0, spmd_checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
+    if (name == "spmd_fsdp_tp.yaml") {  // SPMD: a (2, 2) mesh with the Llama rules file
+      const Config c = Config::from_file(entry.path().string());
+      EXPECT_TRUE(c.warnings.empty());
+      EXPECT_EQ(c.dist.distributed_type, DistributedType::SPMD);
+      EXPECT_EQ(c.strategy_name(), "SPMD");
+      EXPECT_EQ(c.dist.num_processes, 4);
+      EXPECT_EQ(c.dist.spmd.mesh_shape, (std::vector<int>{2, 2}));
+      EXPECT_EQ(c.dist.spmd.axis_names, (std::vector<std::string>{"fsdp", "model"}));
+      EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(ACC_SOURCE_DIR) / c.dist.spmd.sharding_rules));
+      EXPECT_NO_THROW(c.validate());
+      ++spmd_checked;
+      continue;
+    }
     const auto it = expected.find(name);
     ASSERT_NE(it, expected.end()) << "a new config: add it to this test";
     const auto [strategy, processes] = it->second;
@@ -47,6 +60,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(expected.size()));
+  EXPECT_EQ(spmd_checked, 1);
 }
 
 // Sets (or, with nullopt, unsets) one variable for a test and restores it afterwards.

@@ -1,0 +1,37 @@
+#!/bin/sh
+# train_llama.sh SOURCE_DIR ACCELERATE TRAIN_LLAMA: the shipped configs/spmd_fsdp_tp.yaml (mesh
+# (2, 2), FSDP x tensor parallel) trains Llama tiny through accelerate launch on 4 ranks and
+# ends where the same run on one process ends (train and validation loss within 1e-3).
+set -eu
+source_dir=$1 accelerate=$2 program=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir -p "$dir/data"
+# llm.c token files: 256 int32 header (magic, version, count), then uint16 tokens.
+python3 - "$dir/data" <<'PY'
+import struct, sys
+for name, n in (("train.bin", 4096), ("val.bin", 1024)):
+    tokens = [(i * 7 + i // 13) % 1000 for i in range(n)]
+    with open(sys.argv[1] + "/" + name, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+        f.write(struct.pack("<%dH" % n, *tokens))
+PY
+cd "$source_dir"  # the config names its rules file relative to the repository
+run() {
+  "$accelerate" launch "$@" "$program" --config tiny --data "$dir/data" --steps 4 --batch 4 \
+    --seq 16 --val-every 2 --val-batches 2 --sample-tokens 0 --threads 1 --run_dir "$dir/run" 2>&1
+}
+final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
+spmd=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml) || { echo "$spmd"; exit 1; }
+echo "$spmd" | grep -q "SPMD over 4 ranks" || { echo "$spmd"; echo "FAIL: not SPMD on 4 ranks"; exit 1; }
+single=$(run --num_processes 1) || { echo "$single"; exit 1; }
+echo "spmd:   $(final "$spmd")"
+echo "single: $(final "$single")"
+nums() { final "$1" | grep -o "[0-9]\+\.[0-9]\+" | tr '\n' ' '; }
+# shellcheck disable=SC2046 # four numbers as four arguments
+awk -v a="$(nums "$spmd")" -v b="$(nums "$single")" 'BEGIN {
+  n = split(a, x, " "); split(b, y, " ")
+  if (n < 2) { print "FAIL: no final losses"; exit 1 }
+  for (i = 1; i <= n; i++) if (x[i] - y[i] > 1e-3 * y[i] || y[i] - x[i] > 1e-3 * y[i]) {
+    print "FAIL: SPMD ends at " x[i] ", one process at " y[i]; exit 1 }
+}'
