@@ -99,6 +99,17 @@ Config fsdp_config(const std::string& strategy, bool bf16) {
   return config;
 }
 
+// SPMD on `mesh` (fsdp, model) over GPT-2's blocks; `rules` under configs/sharding/, or none
+// for FSDPv2's default.
+Config spmd_config(std::vector<int> mesh, const std::string& rules, bool bf16) {
+  Config config = fsdp_config("FULL_SHARD", bf16);
+  config.dist.distributed_type = DistributedType::SPMD;
+  config.dist.spmd.mesh_shape = std::move(mesh);
+  config.dist.spmd.axis_names = {"fsdp", "model"};
+  config.dist.spmd.sharding_rules = rules.empty() ? "" : "configs/sharding/" + rules;
+  return config;
+}
+
 double megabytes(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 
 double highest_over_ranks(double value) {
@@ -215,6 +226,32 @@ struct Bench {
     std::fflush(stdout);
   }
 
+  // SPMD against FULL_SHARD on the same ranks: FSDPv2's default on mesh (N, 1) (target: within
+  // 10% of FULL_SHARD's tokens/s and model state), and at 4 ranks fsdp x tensor parallel on
+  // mesh (2, 2) with gpt2-fsdp-tp.yaml (its embeddings split over fsdp only, so more state).
+  void spmd_rows(bool bf16, const Result& full_shard) {
+    const int n = world().size();
+    std::vector<std::tuple<std::string, std::vector<int>, std::string, double>> meshes{
+        {"SPMD (" + std::to_string(n) + ",1)", {n, 1}, "", 0.9}};
+    if (n == 4) meshes.emplace_back("SPMD (2,2) fsdp-tp", std::vector<int>{2, 2}, "gpt2-fsdp-tp.yaml", 0.0);
+    const auto state = [](const Result& r) {
+      using memory::Category;
+      return megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
+                       r.peaks[Category::optimizer_state].peak);
+    };
+    for (const auto& [name, mesh, rules, target] : meshes) {
+      const Result r = run(spmd_config(mesh, rules, bf16));
+      const std::string label = name + (bf16 ? " bf16" : " f32");
+      rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD", target});
+      rows.push_back({label + " model state/rank", "MB", state(r), state(full_shard), "FULL_SHARD",
+                      target > 0 ? 1.1 : 0.0});
+      if (world().rank() == 0)
+        std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), model state %.0f MB/rank (FULL_SHARD %.0f)\n",
+                    label.c_str(), r.tokens_per_s, full_shard.tokens_per_s, state(r), state(full_shard));
+      std::fflush(stdout);
+    }
+  }
+
   // Offload, against FULL_SHARD: what the compute tier still holds, and what files save.
   void offload_rows(bool bf16, const Result& full_shard) {
     const double full_peak = megabytes(full_shard.peaks.total.peak);
@@ -245,12 +282,12 @@ struct Bench {
 
 // --cases: which groups of rows to run (an A/B of one setting need not wait for the others).
 std::set<std::string> parse_cases(const std::string& list) {
-  const std::set<std::string> known{"strategies", "prefetch", "checkpointing", "offload"};
+  const std::set<std::string> known{"strategies", "prefetch", "checkpointing", "offload", "spmd"};
   std::set<std::string> cases;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
     ACC_CHECK(known.count(item), "--cases: unknown case '", item,
-              "'; expected a comma-separated list of strategies, prefetch, checkpointing, offload");
+              "'; expected a comma-separated list of strategies, prefetch, checkpointing, offload, spmd");
     cases.insert(item);
   }
   return cases;
@@ -266,7 +303,7 @@ int run(int argc, char** argv) {
                                                               : "bench/results/strategies.json");
   const std::string offload_dir = args.get("offload-dir", "bench/results/offload");
   const double budget_mb = args.get_double("rss-budget", 0);
-  const auto cases = parse_cases(args.get("cases", "strategies,prefetch,checkpointing,offload"));
+  const auto cases = parse_cases(args.get("cases", "strategies,prefetch,checkpointing,offload,spmd"));
   args.finish();
   std::filesystem::create_directories(offload_dir);
   models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
@@ -284,7 +321,7 @@ int run(int argc, char** argv) {
 
   Bench b{gpt, batch, seq, steps, offload_dir, {}};
   const bool single = world().size() == 1;
-  const bool needs_full_shard = cases.count("checkpointing") || cases.count("offload");
+  const bool needs_full_shard = cases.count("checkpointing") || cases.count("offload") || cases.count("spmd");
   // One process runs only the baseline, NO_SHARD; ranks run the strategies asked for, and
   // FULL_SHARD when the rows measured against it are.
   std::vector<std::string> strategies{"NO_SHARD"};
@@ -299,6 +336,7 @@ int run(int argc, char** argv) {
     if (cases.count("prefetch")) b.prefetch_rows(bf16, baseline);
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
+    if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);
   }
   if (world().rank() == 0) bench::report(title, b.rows, out, context);
   return 0;
