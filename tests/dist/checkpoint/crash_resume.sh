@@ -7,16 +7,7 @@ set -eu
 accelerate=$1 program=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-mkdir -p "$dir/data"
-# llm.c token files: 256 int32 header (magic, version, count), then uint16 tokens.
-python3 - "$dir/data" <<'PY'
-import struct, sys
-for name, n in (("train.bin", 4096), ("val.bin", 1024)):
-    tokens = [(i * 7 + i // 13) % 1000 for i in range(n)]
-    with open(sys.argv[1] + "/" + name, "wb") as f:
-        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
-        f.write(struct.pack("<%dH" % n, *tokens))
-PY
+"$(dirname "$0")/../token_files.sh" "$dir/data"
 cd "$dir"
 run() {
   # shellcheck disable=SC2086 # launch_opts holds separate words

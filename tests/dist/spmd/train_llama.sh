@@ -6,16 +6,7 @@ set -eu
 source_dir=$1 accelerate=$2 program=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-mkdir -p "$dir/data"
-# llm.c token files: 256 int32 header (magic, version, count), then uint16 tokens.
-python3 - "$dir/data" <<'PY'
-import struct, sys
-for name, n in (("train.bin", 4096), ("val.bin", 1024)):
-    tokens = [(i * 7 + i // 13) % 1000 for i in range(n)]
-    with open(sys.argv[1] + "/" + name, "wb") as f:
-        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
-        f.write(struct.pack("<%dH" % n, *tokens))
-PY
+"$(dirname "$0")/../token_files.sh" "$dir/data"
 cd "$source_dir"  # the config names its rules file relative to the repository
 run() {
   "$accelerate" launch "$@" "$program" --config tiny --data "$dir/data" --steps 4 --batch 4 \
