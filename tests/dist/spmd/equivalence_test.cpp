@@ -1,7 +1,8 @@
 // SPMD against one process: k AdamW steps with clipping on the same global batches give the
 // same losses, gradient norms and parameters, for FSDPv2's default sharding, the shipped
 // fsdp rules files, and fsdp x tensor parallel with the shipped fsdp-tp rules files (mesh
-// (1, 1), (1, 2) or (2, 2) at 1, 2 or 4 ranks). The tensor-parallel GPT-2 splits the packed
+// (1, 1), (1, 2) or (2, 2) at 1, 2 or 4 ranks), also with activation checkpointing and
+// forward prefetch. The tensor-parallel GPT-2 splits the packed
 // c_attn per q, k and v: a split across them would mix heads and fail here.
 #include <gtest/gtest.h>
 
@@ -35,7 +36,13 @@ Config config_for(const Case& c) {
   if (layout == "default") return spmd_config(kind, {n, 1}, "", bf16);
   const std::string family = kind.substr(0, kind.find('_'));
   if (layout == "fsdp_rules") return spmd_config(kind, {n, 1}, family + "-fsdp.yaml", bf16);
-  return spmd_config(kind, fsdp_tp_mesh(), family + "-fsdp-tp.yaml", bf16);
+  Config config = spmd_config(kind, fsdp_tp_mesh(), family + "-fsdp-tp.yaml", bf16);
+  if (layout == "fsdp_tp_levers") {  // the engine's levers under tensor parallelism: the
+    // recomputed forward re-runs the model-axis collectives inside the backward
+    config.dist.fsdp.activation_checkpointing = true;
+    config.dist.fsdp.forward_prefetch = true;
+  }
+  return config;
 }
 
 class SpmdEquivalence : public ::testing::TestWithParam<Case> {};
@@ -55,7 +62,7 @@ TEST_P(SpmdEquivalence, SameLossesAndParametersAsOneProcess) {
   for (size_t i = 0; i < single.params.size(); ++i) {
     ASSERT_EQ(spmd.params[i].first, single.params[i].first);
     EXPECT_TRUE(all_close(spmd.params[i].second, single.params[i].second, kParamRtol,
-                          layout == "fsdp_tp" ? kParamAtolTp : kParamAtol))
+                          layout.starts_with("fsdp_tp") ? kParamAtolTp : kParamAtol))
         << single.params[i].first;
   }
 }
@@ -71,7 +78,8 @@ INSTANTIATE_TEST_SUITE_P(SpmdUneven, SpmdEquivalence,
 
 INSTANTIATE_TEST_SUITE_P(Spmd, SpmdEquivalence,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),
-                                            ::testing::Values("default", "fsdp_rules", "fsdp_tp"),
+                                            ::testing::Values("default", "fsdp_rules", "fsdp_tp",
+                                                              "fsdp_tp_levers"),
                                             ::testing::Bool()),
                          case_name);
 
