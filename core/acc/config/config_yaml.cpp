@@ -33,17 +33,6 @@ constexpr const char* kUnusedKeys[] = {
 using Reader = std::function<void(const YAML::Node& value, const std::string& key)>;
 using Section = std::map<std::string, Reader>;
 
-template <class Names>
-std::string join(const Names& names, std::string_view separator) {
-  std::string out;
-  bool first = true;
-  for (const auto& name : names) {
-    if (!first) out += separator;
-    out += name;
-    first = false;
-  }
-  return out;
-}
 
 // The value as the file wrote it, for messages.
 std::string shown(const YAML::Node& node) {
@@ -136,7 +125,7 @@ void read_section(const YAML::Node& node, const std::string& section, const Sect
     const std::string key = section.empty() ? name : section + "." + name;
     const auto it = keys.find(name);
     ACC_CHECK(it != keys.end(), "unknown key '", key, "' (known ", section.empty() ? "top-level" : section,
-              " keys: ", join(std::views::keys(keys), ", "), ")");
+              " keys: ", util::join(std::views::keys(keys)), ")");
     // `key:` or `key: null` chooses nothing, as accelerate reads it.
     if (!item.second.IsNull()) it->second(item.second, key);
   }
@@ -245,7 +234,7 @@ void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
   put(out, "fsdp_size", f.size);
   put(out, "fsdp_sharding_strategy", to_string(f.sharding_strategy));
   if (f.auto_wrap_policy_set) put(out, "fsdp_auto_wrap_policy", to_string(f.auto_wrap_policy));
-  put(out, "fsdp_transformer_layer_cls_to_wrap", join(f.wrap_layer_cls, ","));
+  put(out, "fsdp_transformer_layer_cls_to_wrap", util::join(f.wrap_layer_cls, ","));
   put(out, "fsdp_min_num_params", f.min_num_params);
   if (!f.ignored_modules.empty()) put(out, "fsdp_ignored_modules", YAML::Flow, f.ignored_modules);
   put(out, "fsdp_backward_prefetch", to_string(f.backward_prefetch));
@@ -307,7 +296,7 @@ void Config::set(const std::string& key, const std::string& value) {
     return;
   }
   const auto known = keys();
-  ACC_FAIL("unknown config key '", key, "' (known: ", join(known, ", "), ")");
+  ACC_FAIL("unknown config key '", key, "' (known: ", util::join(known), ")");
 }
 
 Config Config::from_yaml(const std::string& text, const std::string& source) {

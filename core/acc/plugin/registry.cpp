@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "acc/plugin/plugin_api.h"
 #include "acc/util/error.h"
 #include "acc/util/log.h"
+#include "acc/util/strings.h"
 
 namespace acc::plugin {
 namespace fs = std::filesystem;
@@ -23,12 +23,11 @@ struct Registry::Entry {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < items.size(); ++i) os << (i ? ", " : "") << items[i];
-  os << ']';
-  return os.str();
+// "[a, b]", for messages.
+std::string listed(const std::vector<std::string>& items) {
+  std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
+  out += util::join(items);
+  return out += ']';
 }
 
 template <class Map>
@@ -165,7 +164,7 @@ const LoadedPlugin& Registry::load(const std::string& name) {
     if (fs::exists(candidate)) return load_file_locked(candidate.string());
   }
   ACC_FAIL("plugin '", name, "' not found: no ", file_name(name), " in the folders searched ",
-           join(folders), "; set ACC_PLUGIN_PATH (colon-separated folders) to add more");
+           listed(folders), "; set ACC_PLUGIN_PATH (colon-separated folders) to add more");
 }
 
 void Registry::load_all() {
@@ -195,7 +194,7 @@ std::shared_ptr<dist::ProcessGroup> Registry::make_comm_backend(const std::strin
     if (!comm_backends_.count(name)) load(name);
     ACC_CHECK(comm_backends_.count(name), "comm backend '", name,
               "' is not registered (plugin '", name, "' was loaded but did not register it); ",
-              "known comm backends: ", join(keys(comm_backends_)));
+              "known comm backends: ", listed(keys(comm_backends_)));
     factory = comm_backends_.at(name);
   }
   return factory(topology);
@@ -207,8 +206,8 @@ std::unique_ptr<Strategy> Registry::make_strategy(const std::string& name) {
     std::lock_guard lock(mutex_);
     if (!strategies_.count(name)) load_all();
     ACC_CHECK(strategies_.count(name), "strategy '", name, "' is not registered; known ",
-              "strategies: ", join(keys(strategies_)), " (plugins are searched in ",
-              join(search_folders()), ")");
+              "strategies: ", listed(keys(strategies_)), " (plugins are searched in ",
+              listed(search_folders()), ")");
     factory = strategies_.at(name);
   }
   return factory();

@@ -5,43 +5,27 @@
 
 #include "acc/dist/subgroups.h"
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc {
-
-namespace {
-
-template <class T>
-std::string joined(const std::vector<T>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += ", ";
-    if constexpr (std::is_same_v<T, std::string>)
-      out += item;
-    else
-      out += std::to_string(item);
-  }
-  return out;
-}
-
-}  // namespace
 
 Mesh::Mesh(std::shared_ptr<dist::ProcessGroup> group, std::vector<int> shape, std::vector<std::string> axis_names)
     : group_(std::move(group)), shape_(std::move(shape)), names_(std::move(axis_names)) {
   ACC_CHECK(group_, "Mesh: no process group");
   ACC_CHECK(!shape_.empty(), "Mesh: the shape is empty; give one size per axis, e.g. (2, 2)");
-  ACC_CHECK(names_.size() == shape_.size(), "Mesh: ", shape_.size(), " sizes (", joined(shape_), ") but ",
-            names_.size(), " axis names (", joined(names_), "); give one name per axis");
+  ACC_CHECK(names_.size() == shape_.size(), "Mesh: ", shape_.size(), " sizes (", util::join(shape_), ") but ",
+            names_.size(), " axis names (", util::join(names_), "); give one name per axis");
   std::set<std::string> seen;
   for (const auto& name : names_) {
     ACC_CHECK(!name.empty(), "Mesh: an axis name is empty");
-    ACC_CHECK(seen.insert(name).second, "Mesh: axis name '", name, "' appears twice in (", joined(names_), ")");
+    ACC_CHECK(seen.insert(name).second, "Mesh: axis name '", name, "' appears twice in (", util::join(names_), ")");
   }
   int64_t ranks = 1;
   for (int n : shape_) {
-    ACC_CHECK(n >= 1, "Mesh: axis sizes must be >= 1, got (", joined(shape_), ")");
+    ACC_CHECK(n >= 1, "Mesh: axis sizes must be >= 1, got (", util::join(shape_), ")");
     ranks *= n;
   }
-  ACC_CHECK(ranks == group_->size(), "Mesh: shape (", joined(shape_), ") holds ", ranks, " ranks but ",
+  ACC_CHECK(ranks == group_->size(), "Mesh: shape (", util::join(shape_), ") holds ", ranks, " ranks but ",
             group_->describe(), " has ", group_->size());
   coords_.assign(shape_.size(), 0);
   for (int d = ndim() - 1, rest = group_->rank(); d >= 0; --d) {
@@ -65,6 +49,6 @@ const std::shared_ptr<dist::ProcessGroup>& Mesh::group(const std::string& name) 
   return axis_groups_[static_cast<size_t>(axis(name))];
 }
 
-std::string Mesh::describe() const { return "mesh (" + joined(shape_) + ") over axes (" + joined(names_) + ")"; }
+std::string Mesh::describe() const { return "mesh (" + util::join(shape_) + ") over axes (" + util::join(names_) + ")"; }
 
 }  // namespace acc

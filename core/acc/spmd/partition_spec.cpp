@@ -5,6 +5,7 @@
 #include <set>
 
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc::spmd {
 
@@ -23,9 +24,9 @@ std::string PartitionSpec::to_string() const {
     } else if (dims[d].size() == 1) {
       out += dims[d][0];
     } else {
-      out += "[";
-      for (size_t a = 0; a < dims[d].size(); ++a) out += (a ? ", " : "") + dims[d][a];
-      out += "]";
+      out += '[';
+      out += util::join(dims[d]);
+      out += ']';
     }
   }
   return out + "]";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc::spmd {
 
@@ -22,12 +23,6 @@ std::pair<std::string, int> split_index(const std::string& key, const std::strin
   ACC_CHECK(!digits.empty() && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }),
             where, ": a key may end in [i] with i an integer (the element of a tuple output), got '", key, "'");
   return {key.substr(0, open), std::stoi(digits)};
-}
-
-std::string rank_text(const Shape& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
 }
 
 }  // namespace
@@ -92,13 +87,11 @@ ResolvedSharding ShardingRules::resolve(const std::vector<std::pair<std::string,
                                         const std::vector<std::string>& modules,
                                         const std::vector<std::string>& axis_names,
                                         const std::optional<std::string>& fallback_axis) const {
-  std::string axes_text;
-  for (const auto& a : axis_names) axes_text += (axes_text.empty() ? "" : ", ") + a;
   for (const auto& rule : rules_)
     for (const auto& axis : rule.spec.axes())
       ACC_CHECK(std::find(axis_names.begin(), axis_names.end(), axis) != axis_names.end(), "sharding rules ",
                 source_, ", key '", rule.key, "': spec ", rule.spec.to_string(), " names axis '", axis,
-                "', which the mesh does not have (its axes: ", axes_text, ")");
+                "', which the mesh does not have (its axes: ", util::join(axis_names), ")");
   ResolvedSharding out;
   std::vector<bool> used(rules_.size(), false);
   for (const auto& [name, shape] : parameters) {
@@ -113,7 +106,7 @@ ResolvedSharding ShardingRules::resolve(const std::vector<std::pair<std::string,
               name, "': [i] selects an element of a module's output and does not apply to a parameter");
     ACC_CHECK(rule->spec.rank() == shape.size(), "sharding rules ", source_, ", key '", rule->key, "': spec ",
               rule->spec.to_string(), " has ", rule->spec.rank(), " entries but parameter '", name, "' has shape ",
-              rank_text(shape), " (", shape.size(), " dimensions)");
+              "[", util::join(shape), "]", " (", shape.size(), " dimensions)");
     out.parameters.emplace_back(name, rule->spec);
   }
   for (const auto& path : modules) {
