@@ -112,6 +112,13 @@ Config spmd_config(std::vector<int> mesh, const std::string& rules, bool bf16) {
 
 double megabytes(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 
+// Peak parameters + gradients + optimizer state per rank, in MB.
+double model_state_mb(const Result& r) {
+  using memory::Category;
+  return megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
+                   r.peaks[Category::optimizer_state].peak);
+}
+
 double highest_over_ranks(double value) {
   std::vector<float> all(static_cast<size_t>(world().size()), 0.f);
   all[static_cast<size_t>(world().rank())] = static_cast<float>(value);
@@ -170,8 +177,7 @@ struct Bench {
     for (const auto& name : strategies) {
       const Result r = run(fsdp_config(name, bf16));
       using memory::Category;
-      const double state = megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
-                                     r.peaks[Category::optimizer_state].peak);
+      const double state = model_state_mb(r);
       if (name == "NO_SHARD") no_shard_state = state;
       const std::string label = name + " " + dt;
       const bool full = name == "FULL_SHARD";
@@ -234,20 +240,15 @@ struct Bench {
     std::vector<std::tuple<std::string, std::vector<int>, std::string, double>> meshes{
         {"SPMD (" + std::to_string(n) + ",1)", {n, 1}, "", 0.9}};
     if (n == 4) meshes.emplace_back("SPMD (2,2) fsdp-tp", std::vector<int>{2, 2}, "gpt2-fsdp-tp.yaml", 0.0);
-    const auto state = [](const Result& r) {
-      using memory::Category;
-      return megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
-                       r.peaks[Category::optimizer_state].peak);
-    };
     for (const auto& [name, mesh, rules, target] : meshes) {
       const Result r = run(spmd_config(mesh, rules, bf16));
       const std::string label = name + (bf16 ? " bf16" : " f32");
       rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD", target});
-      rows.push_back({label + " model state/rank", "MB", state(r), state(full_shard), "FULL_SHARD",
+      rows.push_back({label + " model state/rank", "MB", model_state_mb(r), model_state_mb(full_shard), "FULL_SHARD",
                       target > 0 ? 1.1 : 0.0});
       if (world().rank() == 0)
         std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), model state %.0f MB/rank (FULL_SHARD %.0f)\n",
-                    label.c_str(), r.tokens_per_s, full_shard.tokens_per_s, state(r), state(full_shard));
+                    label.c_str(), r.tokens_per_s, full_shard.tokens_per_s, model_state_mb(r), model_state_mb(full_shard));
       std::fflush(stdout);
     }
   }

@@ -36,9 +36,6 @@ class SpmdModel final : public ShardedModel {
   // is not a flat range of its parameter, so this is an error that says so.
   std::vector<ParameterPiece> parameter_pieces() const override;
 
-  const Mesh& mesh() const { return *mesh_; }
-  const fsdp::FsdpModel& engine() const { return *engine_; }
-
  private:
   void set_gradient_sync(bool on) override;
   void begin_full_params(bool writeback) override;

@@ -1,5 +1,6 @@
 #include "spmd_strategy.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -14,11 +15,11 @@ namespace acc::spmd {
 
 namespace {
 
-ResolvedSharding resolve(const models::Model& model, const Mesh& mesh, const std::string& rules_file) {
+ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::string& rules_file) {
   std::vector<std::pair<std::string, Shape>> params;
   for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, p.shape());
   std::vector<std::string> modules;
-  for (auto& [path, _] : const_cast<models::Model&>(model).named_modules())
+  for (auto& [path, _] : model.named_modules())
     if (!path.empty()) modules.push_back(path);
   if (rules_file.empty())  // FSDPv2's default: every parameter split on its first dim over fsdp
     return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), "fsdp");
@@ -79,10 +80,10 @@ std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
       return true;
     });
   }
-  // A wrapped unit left without parameters has nothing to gather (the root stays, last).
-  std::erase_if(plans, [&](const fsdp::UnitPlan& p) {
-    return p.params.empty() && !p.replicated && &p != &plans.back();
-  });
+  // A wrapped unit left without parameters has nothing to gather; the root (last) stays.
+  plans.erase(std::remove_if(plans.begin(), plans.end() - 1,
+                             [](const fsdp::UnitPlan& p) { return p.params.empty() && !p.replicated; }),
+              plans.end() - 1);
   if (!replicated.params.empty()) plans.insert(plans.begin(), std::move(replicated));
   return whole;
 }

@@ -83,12 +83,13 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     splits_.clear();
     linears_.clear();
     vocab_parallel_head_ = false;
+    head_owner_ = nullptr;
   }
 }
 
 TensorParallel::~TensorParallel() {
   for (auto& h : hooks_) h.remove();
-  if (head_owner_ && vocab_parallel_head_) head_owner_->set_head_loss(nullptr);
+  if (head_owner_) head_owner_->set_head_loss(nullptr);
 }
 
 const ModelAxisSplit* TensorParallel::split_of(const std::string& name) const {
