@@ -61,7 +61,7 @@ EngineOptions engine_options(std::string strategy, const Config& config, const m
                        reshard_after_forward, config.compute.bf16 ? DType::bf16 : DType::f32,
                        fsdp.activation_checkpointing, fsdp.activation_checkpointing_cls,
                        fsdp.reduce_bf16, fsdp.forward_prefetch, fsdp.backward_prefetch,
-                       offload_tier(fsdp, model, shard_size)};
+                       offload_tier(fsdp, model, shard_size), fsdp.vocab_parallel};
 }
 
 }  // namespace acc::fsdp

@@ -1,6 +1,8 @@
 #include "flat_unit.h"
 
 #include <algorithm>
+#include <numeric>
+#include <utility>
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/grad_math.h"
@@ -25,7 +27,7 @@ Tensor new_buffer(int64_t numel, DType dtype, memory::Category category,
 
 FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-                   DType compute_dtype, bool reduce_bf16, memory::Tier state_tier)
+                   DType compute_dtype, bool reduce_bf16, memory::Tier state_tier, int64_t row_numel)
     : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype),
       reduce_bf16_(reduce_bf16), state_tier_(state_tier) {
   // Trainable parameters first, frozen ones after: gradients then only need the flat prefix
@@ -45,7 +47,8 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
   }
   const int64_t ranks = groups_.shard->size();
   const int64_t per_rank = (numel + ranks - 1) / ranks;
-  shard_ = std::max<int64_t>(kShardAlign, (per_rank + kShardAlign - 1) / kShardAlign * kShardAlign);
+  const int64_t align = row_numel > 0 ? std::lcm(kShardAlign, row_numel) : kShardAlign;
+  shard_ = std::max<int64_t>(align, (per_rank + align - 1) / align * align);
 
   autograd::NoGradGuard no_grad;
   master_ = new_buffer(shard_, DType::f32, memory::Category::parameters, state_tier_);
@@ -133,14 +136,10 @@ void FlatUnit::begin_pass(bool accumulate, bool sync) {
   accumulate_ = accumulate;
   sync_ = sync;
   arrived_ = 0;
-  if (!sync_) {
-    if (!local_.defined()) local_ = new_buffer(trainable_numel_, DType::f32, memory::Category::gradients);
-    return;
-  }
-  // This rank's part of the trainable prefix: none when its shard holds frozen parameters only.
-  const int64_t grad_numel = std::clamp<int64_t>(trainable_numel_ - shard_begin(), 0, shard_);
+  local_parts_ = 0;
+  if (!sync_) return;
   if (!grad_.defined())
-    grad_ = new_buffer(grad_numel, DType::f32, memory::Category::gradients, shard_tier());
+    grad_ = new_buffer(grad_numel(), DType::f32, memory::Category::gradients, shard_tier());
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 
@@ -150,6 +149,8 @@ std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tenso
   const Slot& slot = slots_[i];
   const int64_t numel = shape_numel(slot.shape);
   Tensor flat = grad.view({numel});
+  if (!sync_ && !local_.defined())
+    local_ = new_buffer(trainable_numel_, DType::f32, memory::Category::gradients);
   if (local_.defined()) {  // no_sync passes summed gradients here: add this one
     Tensor summed = local_.slice_flat(slot.offset, {numel});
     autograd::add_into(summed, flat);
@@ -165,16 +166,46 @@ std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tenso
   r.target_ = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
   r.reduced_ = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : r.target_;
+  return issue(std::move(r), flat, sharded() ? counts : std::vector<int64_t>{});
+}
+
+std::optional<FlatUnit::Reduction> FlatUnit::take_local_gradient(const Tensor& part) {
+  ACC_CHECK(in_pass_, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
+  autograd::NoGradGuard no_grad;
+  Tensor flat = part.view({part.numel()});
+  ACC_CHECK(flat.numel() == grad_numel(), "FSDP unit '", name_, "': a gradient of ", flat.numel(),
+            " elements for this rank's part of ", grad_numel());
+  if (!sync_) {
+    if (!local_part_.defined()) local_part_ = new_buffer(flat.numel(), DType::f32, memory::Category::gradients);
+    autograd::add_into(local_part_, flat);
+    return std::nullopt;
+  }
+  if (local_part_.defined()) {  // what no_sync passes summed joins this pass's first part
+    autograd::add_into(local_part_, flat);
+    flat = std::exchange(local_part_, Tensor());
+  }
+  Reduction r;
+  r.held_ = flat;
+  r.target_ = grad_;
+  // The pass's first part replaces the shard's gradient, unless the optimizer kept one; else
+  // the part is reduced in place and then added (no gradient-sized buffer of its own).
+  r.reduced_ = accumulate_ || local_parts_++ > 0 ? flat : grad_;
+  return issue(std::move(r), flat, {});
+}
+
+std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& flat,
+                                                   const std::vector<int64_t>& scatter_counts) {
   // With bf16 on the wire both collectives run on one bf16 buffer (the f32 result of a bf16
   // reduce-scatter is exact in bf16, so the all-reduce sees the same values either way).
+  const bool scatter = !scatter_counts.empty();
   const bool replicated = groups_.replicate->size() > 1;
-  if (reduce_bf16_ && (sharded() || replicated))
-    r.wire_ = new_buffer(mine.count, DType::bf16, memory::Category::communication);
+  if (reduce_bf16_ && (scatter || replicated))
+    r.wire_ = new_buffer(r.reduced_.numel(), DType::bf16, memory::Category::communication);
   Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;
-  if (sharded())
+  if (scatter)
     r.works_.push_back(groups_.shard->reduce_scatter_v_async(
-        r.wire_.defined() ? flat.to(DType::bf16) : flat, out, counts, dist::ReduceOp::avg));
-  else
+        r.wire_.defined() ? flat.to(DType::bf16) : flat, out, scatter_counts, dist::ReduceOp::avg));
+  else if (!out.is_same(flat))
     out.copy_(flat);
   // Collectives run in issue order (process_group.h): this one reads the finished reduce-scatter.
   if (replicated) r.works_.push_back(groups_.replicate->all_reduce_async(out, dist::ReduceOp::avg));
@@ -183,6 +214,11 @@ std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tenso
     return std::nullopt;
   }
   return r;
+}
+
+int64_t FlatUnit::grad_numel() const {
+  // None when this rank's shard holds frozen parameters (or padding) only.
+  return std::clamp<int64_t>(trainable_numel_ - shard_begin(), 0, shard_);
 }
 
 void FlatUnit::Reduction::land() {

@@ -46,10 +46,12 @@ class FlatUnit {
   // their values into the master shard and puts views into the gathered buffer in their place.
   // With `reduce_bf16` gradients cross the wire in bf16 (fsdp_reduce_dtype: bf16): half the
   // bytes; the reduce kernels still sum in f32 and round once.
+  // With `row_numel` > 0 every shard is a whole number of rows that long: a unit of one [V, C]
+  // parameter split by rows (the vocabulary-parallel embedding and head).
   FlatUnit(std::string name, nn::Module& root,
            const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
            DType compute_dtype, bool reduce_bf16 = false,
-           memory::Tier state_tier = memory::Tier::compute);
+           memory::Tier state_tier = memory::Tier::compute, int64_t row_numel = 0);
 
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
@@ -109,6 +111,12 @@ class FlatUnit {
   // (average) over the replicate group. Returns the reduction in flight; none when there was
   // nothing to communicate.
   std::optional<Reduction> take_gradient(size_t i, const Tensor& grad);
+  // A gradient already reduced over the shard group: this rank's part of the trainable prefix
+  // (f32), as the vocabulary-parallel ops make it. It may come several times a pass (a tied
+  // weight's uses), each added to the pass's sum; only replicas (hybrid) still average it.
+  // No_sync passes keep a sum of these parts, which the next syncing pass adds. `part` may be
+  // overwritten: the caller hands it over.
+  std::optional<Reduction> take_local_gradient(const Tensor& part);
   // Counts one trainable parameter as done; true once every one is.
   bool slot_done();
   void end_pass();
@@ -126,6 +134,13 @@ class FlatUnit {
   std::shared_ptr<dist::Work> gathering_;  // start_gather()'s all-gather, until waited for
   void wait_for_gather();  // no-op when none is in flight
   Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
+  Tensor local_part_;  // f32 [this rank's part]: take_local_gradient's no_sync sum
+  int64_t grad_numel() const;  // this rank's part of the trainable prefix
+  // Issues r's collectives over `flat`, a pass's gradient of r's target: the reduce-scatter
+  // over the shard group (with its counts; none when empty), then the replicas' average.
+  // Returns r in flight, or none when there was nothing to communicate (it has landed).
+  std::optional<Reduction> issue(Reduction r, const Tensor& flat, const std::vector<int64_t>& scatter_counts);
+  int local_parts_ = 0;  // take_local_gradient's calls this pass
   size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
   int64_t trainable_numel_ = 0;  // the flat prefix the trainable slots fill
   size_t arrived_ = 0;

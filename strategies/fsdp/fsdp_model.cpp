@@ -9,6 +9,7 @@
 #include "acc/autograd/function.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/node.h"
+#include "acc/ops/loss.h"
 #include "acc/optim/clip_grad.h"
 
 namespace acc::fsdp {
@@ -16,11 +17,15 @@ namespace acc::fsdp {
 FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan> plans,
                      EngineOptions options)
     : ShardedModel("FSDP(" + options.strategy + ")", std::move(module)), options_(std::move(options)) {
+  auto* lm = dynamic_cast<models::CausalLM*>(&this->module());
+  const bool split_vocab = options_.vocab_parallel && lm && options_.groups.shard->size() > 1;
+  const auto vocab_names = split_vocab ? plan_vocab_units(plans, *lm) : std::vector<std::string>{};
   for (auto& plan : plans) {
     units_.push_back(std::make_unique<FlatUnit>(
         plan.name.empty() ? "<root>" : plan.name, this->module(), plan.params,
         plan.replicated ? options_.replicated_groups : options_.groups, options_.compute_dtype,
-        options_.reduce_bf16, plan.replicated ? memory::Tier::compute : options_.offload_tier));
+        options_.reduce_bf16, plan.replicated ? memory::Tier::compute : options_.offload_tier,
+        plan.row_numel));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);
   }
@@ -46,11 +51,80 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
   order_position_.assign(units_.size(), -1);
   for (size_t u = 0; u < units_.size(); ++u) hook_unit(u);
   checkpoint_listed_modules();
+  if (!vocab_names.empty()) install_vocab_ops(*lm, vocab_names);
   for (auto& unit : units_) unit->release();  // between steps only shards are held
 }
 
 FsdpModel::~FsdpModel() {
   for (auto& h : hooks_) h.remove();
+  if (lm_) lm_->set_head_loss(nullptr);
+}
+
+std::vector<std::string> FsdpModel::plan_vocab_units(std::vector<UnitPlan>& plans, models::CausalLM& lm) {
+  nn::Module* embedding = lm.token_embedding();
+  if (!embedding) return {};
+  const Tensor table = embedding->param("weight"), head = lm.head_weight();
+  std::vector<std::string> names;  // one when the head is tied to the embedding
+  for (const auto& [name, p] : lm.named_parameters())
+    if (p.is_same(table) || p.is_same(head)) names.push_back(name);
+  // Where each is planned; an ignored module's weight stays whole, and so do the others then.
+  std::vector<std::pair<UnitPlan*, size_t>> found;
+  for (const auto& name : names)
+    for (auto& plan : plans)
+      for (size_t i = 0; i < plan.params.size(); ++i)
+        if (plan.params[i].first == name) found.emplace_back(&plan, i);
+  const bool all_sharded = found.size() == names.size() &&
+                           std::none_of(found.begin(), found.end(), [](const auto& f) { return f.first->replicated; });
+  if (!all_sharded) return {};
+  std::vector<UnitPlan> vocab;
+  for (auto& [plan, i] : found) {
+    auto& [name, p] = plan->params[i];
+    vocab.push_back(UnitPlan{"<vocabulary " + name + ">", nullptr, {{name, p}}, false, p.size(1)});
+    p = Tensor();  // taken; erased below
+  }
+  for (auto& plan : plans)
+    std::erase_if(plan.params, [](const auto& param) { return !param.second.defined(); });
+  // A unit left without parameters has nothing to gather (the root stays: forward gathers it).
+  plans.erase(std::remove_if(plans.begin(), plans.end() - 1, [](const UnitPlan& p) { return p.params.empty(); }),
+              plans.end() - 1);
+  plans.insert(plans.end() - 1, vocab.begin(), vocab.end());
+  return names;
+}
+
+void FsdpModel::install_vocab_ops(models::CausalLM& lm, const std::vector<std::string>& names) {
+  auto unit_of = [this](const Tensor& weight) {
+    for (size_t u = 0; u < units_.size(); ++u)
+      if (units_[u]->slots().size() == 1 && units_[u]->slots()[0].view.is_same(weight)) return u;
+    ACC_FAIL(type_name(), ": no vocabulary unit holds ", weight.describe());
+  };
+  for (const auto& name : names) vocab_units_.push_back(unit_of(module().parameter(name)));
+  const size_t embedding = unit_of(lm.token_embedding()->param("weight")), head = unit_of(lm.head_weight());
+  hooks_.push_back(lm.token_embedding()->add_call_wrapper(
+      [this, embedding](nn::Module&, const Tensor& ids, const nn::Module::Inner& inner) {
+        return units_[embedding]->gathered() ? inner(ids) : vocab_parallel_embedding(vocab_shard(embedding), ids);
+      }));
+  lm.set_head_loss([this, head](const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
+    return units_[head]->gathered() ? ops::linear_cross_entropy(hidden, weight, labels)
+                                    : vocab_parallel_loss(vocab_shard(head), hidden, labels, ops::kIgnoreIndex);
+  });
+  lm_ = &lm;
+}
+
+VocabShard FsdpModel::vocab_shard(size_t u) {
+  const FlatUnit& unit = *units_[u];
+  const FlatUnit::Slot& slot = unit.slots()[0];
+  const int64_t V = slot.shape[0], C = slot.shape[1], each = unit.shard_numel() / C;
+  const int64_t first = unit.groups().shard->rank() * each, rows = std::clamp<int64_t>(V - first, 0, each);
+  return VocabShard{unit.groups().shard, unit.compute_shard().slice_flat(0, {rows, C}).detach(), first, V,
+                    slot.view.requires_grad(), [this, u](const Tensor& grad) {
+                      first_gradient(u);
+                      if (auto reduction = units_[u]->take_local_gradient(grad)) reduce(std::move(*reduction));
+                    }};
+}
+
+bool FsdpModel::splits_vocab(const data::Batch& batch) const {
+  return lm_ && !summoned_ && autograd::GradMode::is_enabled() && batch.contains("labels") &&
+         !lm_->returns_logits();
 }
 
 void FsdpModel::hook_unit(size_t u) {
@@ -197,6 +271,8 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
     land_reductions(0);
   }
   root().gather();
+  if (!splits_vocab(batch))
+    for (size_t u : vocab_units_) units_[u]->gather();
   calls_this_forward_.clear();
   models::ModelOutput out = module().forward(batch);
   if (calls_this_forward_ != forward_order_) {  // the first step, or the model took another path
@@ -208,7 +284,7 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
     for (auto& unit : units_) unit->release();
   } else if (options_.reshard_after_forward) {  // units prefetched but not called this time
     for (size_t u = 0; u + 1 < units_.size(); ++u)
-      if (order_position_[u] < 0) units_[u]->release();
+      if (call_boundaries_[u] && order_position_[u] < 0) units_[u]->release();
   }
   return out;
 }

@@ -2,9 +2,12 @@
 // The model the FSDP strategy hands back: the user's model with its parameters moved into one
 // FlatUnit per wrapped module, and the unit boundaries hooked.
 //
-//   forward   the root unit is gathered for the whole step (it holds the embeddings and, tied,
-//             the head); every other unit gathers at its call and, when resharding after
-//             forward (FULL_SHARD, HYBRID_SHARD), releases its gathered buffer right after.
+//   forward   the root unit is gathered for the whole step (it holds what no other unit does,
+//             e.g. position embeddings and the final norm); every other unit gathers at its
+//             call and, when resharding after forward (FULL_SHARD, HYBRID_SHARD), releases its
+//             gathered buffer right after. The vocabulary units (token embedding and head, see
+//             EngineOptions::vocab_parallel) are not gathered for a training step: their ops
+//             work on the rows each rank holds; for evaluation they are gathered as the root.
 //   backward  a hook on a unit's output gradient re-gathers it before any of its backward runs;
 //             each parameter's gradient goes from autograd (a gradient sink) straight into a
 //             reduce-scatter into the shards, left running while the backward goes on (about
@@ -20,6 +23,7 @@
 #include "acc/accelerate/sharded_model.h"
 #include "acc/autograd/hooks.h"
 #include "flat_unit.h"
+#include "vocab_parallel.h"
 #include "wrap_policy.h"
 
 namespace acc::fsdp {
@@ -45,6 +49,11 @@ struct EngineOptions {
   // Where sharded units keep their master shard and optimizer state: compute (no offload),
   // offload (fsdp_offload_params) or file (fsdp_offload_dir). Ignored modules stay in compute.
   memory::Tier offload_tier = memory::Tier::compute;
+  // fsdp_vocab_parallel: a causal LM's token embedding and head (models::CausalLM::
+  // token_embedding) become units of their own, split by vocabulary rows and never gathered
+  // in training; vocab_parallel.h moves the activations instead. Shard groups of one rank, and
+  // models that name no token embedding, gather them as before.
+  bool vocab_parallel = false;
 };
 
 class FsdpModel final : public ShardedModel {
@@ -74,6 +83,14 @@ class FsdpModel final : public ShardedModel {
   void begin_full_params(bool writeback) override;
   void end_full_params(bool writeback) noexcept override;
   void hook_unit(size_t u);
+  // Moves the token embedding's and the head's weights out of `plans` into units split by rows
+  // (before the root), if every one of them is in a sharded unit; returns their names.
+  std::vector<std::string> plan_vocab_units(std::vector<UnitPlan>& plans, models::CausalLM& lm);
+  void install_vocab_ops(models::CausalLM& lm, const std::vector<std::string>& names);
+  VocabShard vocab_shard(size_t u);
+  // True when this forward's vocabulary units stay split: a training forward with labels that
+  // does not ask for the logits.
+  bool splits_vocab(const data::Batch& batch) const;
   // The unit `offset` places after u in the last forward's order (-1: the one before), if any.
   FlatUnit* neighbour(size_t u, int offset);
   void prefetch(FlatUnit* unit);
@@ -95,6 +112,8 @@ class FsdpModel final : public ShardedModel {
   void checkpoint_listed_modules();
   std::vector<nn::Module*> call_boundaries_;      // per unit; null: gathered by forward(batch)
   std::vector<Piece> pieces_;
+  models::CausalLM* lm_ = nullptr;  // set when its vocabulary units are split
+  std::vector<size_t> vocab_units_;
   std::vector<autograd::HookHandle> hooks_;
   // Units (not the root) in the order the last forward called them, and each unit's place in
   // it (-1: not called): what prefetching follows. Ranks run the same code, so every rank

@@ -23,6 +23,7 @@ struct UnitPlan {
   nn::Module* module;    // whose call boundary the unit hooks (the root model for the root)
   std::vector<std::pair<std::string, Tensor>> params;  // qualified names in the root model
   bool replicated = false;  // the ignored modules' unit: whole on every rank
+  int64_t row_numel = 0;    // > 0: shards are whole rows this long (vocabulary-parallel units)
 };
 
 // The replicated unit first (if any modules are ignored), then units in module registration

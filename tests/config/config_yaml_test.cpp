@@ -112,6 +112,7 @@ strategy: MY_PLUGIN
 fsdp_config:
   fsdp_size: 2
   fsdp_reduce_dtype: bf16
+  fsdp_vocab_parallel: false
   fsdp_activation_checkpointing: yes
   fsdp_state_dict_type: FULL_STATE_DICT
 spmd_config:
@@ -123,6 +124,8 @@ spmd_config:
   EXPECT_EQ(c.dist.strategy, "MY_PLUGIN");
   EXPECT_EQ(c.dist.fsdp.size, 2);
   EXPECT_TRUE(c.dist.fsdp.reduce_bf16);
+  EXPECT_FALSE(c.dist.fsdp.vocab_parallel);
+  EXPECT_TRUE(Config{}.dist.fsdp.vocab_parallel);
   EXPECT_TRUE(c.dist.fsdp.activation_checkpointing);
   EXPECT_EQ(c.dist.fsdp.state_dict_type, StateDictType::FULL_STATE_DICT);
   EXPECT_EQ(c.dist.spmd.mesh_shape, (std::vector<int>{2, 3}));
@@ -269,6 +272,7 @@ Config everything_set() {
   f.activation_checkpointing = true;
   f.use_orig_params = false;
   f.reduce_bf16 = true;
+  f.vocab_parallel = false;
   f.memory_limit = int64_t{3} << 30;
   f.activation_checkpointing = false;
   f.activation_checkpointing_cls = {"GPT2MLP", "GPT2Attention"};

@@ -78,6 +78,43 @@ TEST(CrossEntropy, ForwardAndBackwardMatchReference) {
   }
 }
 
+// A vocabulary split into column pieces (as ranks hold it): the pieces' log-sum-exps combine
+// to the whole row's, and each piece's gradient is that piece of the whole row's gradient,
+// the target's one-hot term only in the piece that holds it; a piece may be empty.
+TEST(CrossEntropy, ColumnPiecesMatchTheWholeRow) {
+  const int64_t N = 11, V = 1003;
+  const auto logits = random_vector(N * V, 60, 3.f);
+  const auto targets = targets_with_ignored(N, V, 61);
+  const auto dloss = random_vector(N, 62);
+  std::vector<float> loss(N), lse(N), whole(N * V);
+  ref::cross_entropy_fwd(logits.data(), targets.data(), loss.data(), lse.data(), N, V);
+  ref::cross_entropy_bwd(logits.data(), targets.data(), lse.data(), dloss.data(), whole.data(), N, V);
+  const std::vector<int64_t> bounds{0, 400, 400, 777, V};  // pieces [0,400) [400,400) [400,777) [777,V)
+  std::vector<float> combined(N, 0.f);  // sum of exp(piece lse - whole lse): 1 when they combine
+  for (size_t p = 0; p + 1 < bounds.size(); ++p) {
+    const int64_t first = bounds[p], width = bounds[p + 1] - first;
+    std::vector<float> piece(N * width);
+    for (int64_t i = 0; i < N; ++i)
+      std::copy_n(logits.begin() + i * V + first, width, piece.begin() + i * width);
+    std::vector<float> piece_lse(N);
+    logsumexp_rows(piece.data(), piece_lse.data(), N, width);
+    for (int64_t i = 0; i < N; ++i) combined[i] += std::exp(piece_lse[i] - lse[i]);
+    std::vector<float> grad(N * width, NAN), want(N * width);
+    std::vector<bfloat16> half(N * width), rounded(N * width);
+    cross_entropy_bwd_columns(piece.data(), targets.data(), first, lse.data(), dloss.data(),
+                              grad.data(), N, width);
+    cross_entropy_bwd_columns(piece.data(), targets.data(), first, lse.data(), dloss.data(),
+                              half.data(), N, width);
+    for (int64_t i = 0; i < N; ++i)
+      std::copy_n(whole.begin() + i * V + first, width, want.begin() + i * width);
+    EXPECT_TRUE(all_close(grad, want, kGradRtol, kGradAtol)) << "piece from " << first;
+    ref::f32_to_bf16(grad.data(), rounded.data(), N * width);
+    for (int64_t k = 0; k < N * width; ++k)
+      ASSERT_EQ(half[k].bits, rounded[k].bits) << "piece from " << first << ", element " << k;
+  }
+  for (int64_t i = 0; i < N; ++i) EXPECT_NEAR(combined[i], 1.f, 2e-5f) << "row " << i;
+}
+
 TEST(CrossEntropy, CustomIgnoreIndexZeroesRow) {
   const int64_t N = 4, V = 10;
   const auto logits = random_vector(N * V, 40);

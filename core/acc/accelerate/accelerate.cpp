@@ -29,7 +29,8 @@ Config resolve_auto_strategy(Config config, const models::Model& model, const da
                              .batch = loader.options().batch_size,
                              .seq = sequence_length(loader),
                              .bf16 = config.compute.bf16,
-                             .wrap_blocks = f.effective_wrap_policy() != WrapPolicy::NO_WRAP};
+                             .wrap_blocks = f.effective_wrap_policy() != WrapPolicy::NO_WRAP,
+                             .vocab_parallel = f.vocab_parallel};
   const int64_t limit = f.memory_limit > 0 ? f.memory_limit : estimate::default_memory_limit(t.local_size);
   const estimate::Choice choice = estimate::choose(estimate::ModelShape::of(model), w, limit);
   f.sharding_strategy = choice.estimate.plan.strategy;

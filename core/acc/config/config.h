@@ -90,6 +90,9 @@ struct FsdpConfig {
   bool use_orig_params = true;
   bool flatten_parameters = true;  // TorchAcc's name; acc always flattens per unit
   bool reduce_bf16 = false;        // reduce gradients in bf16 (default f32, as PyTorch's MixedPrecision)
+  // A causal LM's token embedding and head stay split over the shard group by vocabulary rows,
+  // never gathered; their activations are exchanged instead (fsdp_vocab_parallel, acc's key).
+  bool vocab_parallel = true;
   // Bytes one rank may use, AUTO's budget (fsdp_memory_limit: 8GiB); 0 = the rank's share of
   // the machine's physical memory.
   int64_t memory_limit = 0;

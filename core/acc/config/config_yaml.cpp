@@ -171,6 +171,7 @@ Section fsdp_keys(Config& c) {
       {"fsdp_use_orig_params", bool_key(f.use_orig_params)},
       {"fsdp_size", int_key(f.size, 0)},
       {"fsdp_reduce_dtype", named_bool_key(f.reduce_bf16, kReduceDtype)},
+      {"fsdp_vocab_parallel", bool_key(f.vocab_parallel)},
       {"fsdp_memory_limit",
        [&f](const YAML::Node& v, const std::string& key) {
          const auto bytes = util::parse_bytes(scalar_as<std::string>(v, key, "a size"));
@@ -250,6 +251,7 @@ void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
     put(out, "fsdp_activation_checkpointing", YAML::Flow, f.activation_checkpointing_cls);
   put(out, "fsdp_use_orig_params", f.use_orig_params);
   put(out, "fsdp_reduce_dtype", kReduceDtype.name(f.reduce_bf16));
+  if (!f.vocab_parallel) put(out, "fsdp_vocab_parallel", false);
   if (f.memory_limit > 0) put(out, "fsdp_memory_limit", f.memory_limit);
   out << YAML::EndMap;
 }

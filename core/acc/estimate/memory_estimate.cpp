@@ -1,6 +1,7 @@
 #include "acc/estimate/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "acc/memory/allocator.h"
@@ -41,7 +42,7 @@ int shard_group_size(ShardingStrategy strategy, const Workload& w) {
 }
 
 int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t seq, bool bf16,
-                         bool activation_checkpointing) {
+                         bool activation_checkpointing, int vocab_ranks) {
   if (s.family == Family::other || batch_per_rank <= 0 || seq <= 0) return 0;
   const auto tokens = static_cast<double>(batch_per_rank * seq);
   const double block = tokens * block_saved_per_token(s, bf16);
@@ -51,16 +52,31 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
   // states), and the gradients of the hidden states [tokens, C] and of the head weight [V, C],
   // f32, held until backward.
   const auto V = static_cast<double>(s.vocab), C = static_cast<double>(s.hidden);
-  const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(s.vocab)));
-  const double head_weight_grad = V * C;
-  const double loss_forward = chunk * V * (bf16 ? 1.5 : 1.0) + tokens * C * (bf16 ? 1.5 : 1.0) + head_weight_grad;
-  // A tied head's gradient then waits for the embedding's, through every block.
   const bool tied = s.family == Family::gpt2;
-  const double tied_wait = tied ? head_weight_grad : 0.0;
-  // At the end the embedding's backward makes the tied weight's second gradient, summed into
-  // the first in place: two [V, C] f32 tensors (measured); with few tokens per rank, and
-  // chunks as small as they, this is the step's peak.
-  const double tied_end = tied ? 2.0 * head_weight_grad : 0.0;
+  double loss_forward = 0, tied_wait = 0, tied_end = 0;
+  if (vocab_ranks > 1) {
+    // Split by vocabulary rows (fsdp/vocab_parallel.h): this rank's rows over every rank's
+    // tokens. The gathered hidden states (bf16: and their bf16 copy), one chunk of logits
+    // (bf16: and their bf16 gradient), every token's partial dx, and, held until backward,
+    // this rank's dx and its rows' weight gradient. That gradient goes to the shard when the
+    // backward starts (nothing waits through the blocks); at the end the embedding's backward
+    // gathers every token's output gradient and sums it into its rows.
+    const auto n = static_cast<double>(vocab_ranks);
+    const double rows = std::ceil(V / n), all_tokens = n * tokens;
+    const double chunk = std::min(all_tokens, static_cast<double>(ops::default_loss_chunk_rows(static_cast<int64_t>(rows))));
+    loss_forward = chunk * rows * (bf16 ? 1.5 : 1.0) + all_tokens * C * (bf16 ? 2.5 : 2.0) + tokens * C + rows * C;
+    tied_end = all_tokens * C + rows * C;
+  } else {
+    const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(s.vocab)));
+    const double head_weight_grad = V * C;
+    loss_forward = chunk * V * (bf16 ? 1.5 : 1.0) + tokens * C * (bf16 ? 1.5 : 1.0) + head_weight_grad;
+    // A tied head's gradient then waits for the embedding's, through every block.
+    tied_wait = tied ? head_weight_grad : 0.0;
+    // At the end the embedding's backward makes the tied weight's second gradient, summed into
+    // the first in place: two [V, C] f32 tensors (measured); with few tokens per rank, and
+    // chunks as small as they, this is the step's peak.
+    tied_end = tied ? 2.0 * head_weight_grad : 0.0;
+  }
   // A block's backward holds its largest weight's f32 gradient and a few [T, C] gradients.
   const double block_transient =
       static_cast<double>(s.largest_block_matrix) + 3.0 * tokens * static_cast<double>(s.hidden);
@@ -87,17 +103,21 @@ Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
   e.parameters = static_cast<int64_t>((w.bf16 ? 6.0 : 4.0) * held);
   e.gradients = static_cast<int64_t>(4.0 * held);
   e.optimizer_state = static_cast<int64_t>(8.0 * held);
+  // Split by vocabulary rows, the embedding and head are never gathered (fsdp_vocab_parallel).
+  const bool split_vocab = w.vocab_parallel && n > 1 && s.family != Family::other;
+  const double vocab_matrices = split_vocab ? static_cast<double>(s.vocab * s.hidden) * (s.family == Family::gpt2 ? 1 : 2) : 0.0;
   if (n > 1) {
     const bool per_block = w.wrap_blocks && s.layers > 0;
     // FULL_SHARD holds the root unit for the whole step and a block plus the next one in flight;
     // SHARD_GRAD_OP keeps everything it gathered until the block's backward.
     const double units = !per_block || !reshards_after_forward(plan.strategy)
-                             ? static_cast<double>(s.parameters)
-                             : static_cast<double>(s.root_parameters() + 2 * s.block_parameters);
+                             ? static_cast<double>(s.parameters) - vocab_matrices
+                             : static_cast<double>(s.root_parameters() + 2 * s.block_parameters) - vocab_matrices;
     e.gathered = static_cast<int64_t>(compute_elem * units);
   }
   const int64_t per_rank_batch = w.batch / std::max(1, w.world);
-  e.activations = activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing);
+  e.activations = activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing,
+                                   split_vocab ? n : 1);
   // Gradient reductions run while the backward goes on, holding up to one block's f32
   // gradients (FSDP's reduce window).
   if (w.world > 1 && w.wrap_blocks && s.layers > 0) e.activations += 4 * s.block_parameters;

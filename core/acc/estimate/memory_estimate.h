@@ -24,6 +24,7 @@ struct Workload {
   int64_t seq = 0;          // tokens per sample
   bool bf16 = false;
   bool wrap_blocks = true;  // each transformer block its own unit (else one unit, the whole model)
+  bool vocab_parallel = true;  // fsdp_vocab_parallel: sharded strategies split embedding and head by rows
 };
 
 struct Plan {
@@ -44,9 +45,12 @@ struct Estimate {
 // Ranks one shard group spans for `strategy`.
 int shard_group_size(ShardingStrategy strategy, const Workload& w);
 
-// Peak activation bytes of one rank's forward + backward (0 for Family::other).
+// Peak activation bytes of one rank's forward + backward (0 for Family::other). With
+// vocab_ranks > 1 the embedding and head are split by vocabulary rows over that many ranks
+// (fsdp_vocab_parallel), which exchange the hidden states instead of gathering the weights.
 int64_t activation_bytes(const ModelShape& shape, int64_t batch_per_rank, int64_t seq, bool bf16,
-                         bool activation_checkpointing);
+                         bool activation_checkpointing,
+                         int vocab_ranks = 1);
 
 Estimate estimate(const ModelShape& shape, const Plan& plan, const Workload& w);
 

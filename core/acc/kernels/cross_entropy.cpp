@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "acc/kernels/convert.h"
 #include "acc/kernels/detail/avx2_math.h"
@@ -130,45 +131,77 @@ int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* lo
   return kept;
 }
 
+void logsumexp_rows(const float* logits, float* lse, int64_t N, int64_t V) {
+  if (V == 0) {
+    std::fill(lse, lse + N, -std::numeric_limits<float>::infinity());
+    return;
+  }
+  const auto row_lse = detail::use_avx512() ? row_lse_avx512 : row_lse_avx2;
+  detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) lse[i] = row_lse(logits + i * V, V);
+  });
+}
+
+namespace {
+
+// The gradient of rows whose logits are columns [first, first + V) of the whole row: a
+// target outside them gets no one-hot term; an ignored row is zero. f32 is written in place
+// (dlogits may alias logits); bf16 is made in f32 a piece at a time in an L1-sized buffer, then
+// rounded: the same element-wise arithmetic, so the same bits as rounding the f32 gradient.
+template <class Out>
+void backward_rows(const float* logits, const int32_t* targets, int64_t first, const float* lse,
+                   const float* dloss, Out* dlogits, int64_t N, int64_t V, int32_t ignore_index) {
+  const RowGrad row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
+  constexpr int64_t kPiece = std::is_same_v<Out, float> ? std::numeric_limits<int64_t>::max() : 512;
+  detail::parallel_ranges(N, detail::rows_grain(std::max<int64_t>(V, 1)), [&](int64_t begin, int64_t end) {
+    alignas(64) float buffer[std::is_same_v<Out, float> ? 1 : kPiece];
+    for (int64_t i = begin; i < end; ++i) {
+      const bool ignored = targets[i] == ignore_index;
+      const int64_t target = targets[i] - first;  // in this row's columns when in [0, V)
+      for (int64_t j = 0; j < V; j += kPiece) {
+        const int64_t n = std::min(kPiece, V - j);
+        float* piece = nullptr;
+        if constexpr (std::is_same_v<Out, float>)
+          piece = dlogits + i * V + j;
+        else
+          piece = buffer;
+        if (ignored)
+          std::fill(piece, piece + n, 0.f);
+        else
+          dlogits_piece(row_grad, logits + i * V + j, piece, n,
+                        target >= j && target < j + n ? target - j : -1, dloss[i], lse[i]);
+        if constexpr (!std::is_same_v<Out, float>) f32_to_bf16(piece, dlogits + i * V + j, n);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
                        const float* dloss, float* dlogits, int64_t N, int64_t V,
                        int32_t ignore_index) {
   count_and_check_targets("cross_entropy_bwd", targets, N, V, ignore_index);
-  const RowGrad row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
-  detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {  // element-wise per row, so dlogits may alias logits
-      float* dx = dlogits + i * V;
-      if (targets[i] == ignore_index)
-        std::fill(dx, dx + V, 0.f);
-      else
-        dlogits_piece(row_grad, logits + i * V, dx, V, targets[i], dloss[i], lse[i]);
-    }
-  });
+  backward_rows(logits, targets, 0, lse, dloss, dlogits, N, V, ignore_index);
 }
 
 void cross_entropy_bwd(const float* logits, const int32_t* targets, const float* lse,
                        const float* dloss, bfloat16* dlogits, int64_t N, int64_t V,
                        int32_t ignore_index) {
   count_and_check_targets("cross_entropy_bwd", targets, N, V, ignore_index);
-  const RowGrad row_grad = detail::use_avx512() ? row_grad_avx512 : row_grad_avx2;
-  // Each row is made in f32 a piece at a time in an L1-sized buffer, then rounded: the same
-  // element-wise arithmetic as the f32 gradient, so the same bits once rounded.
-  constexpr int64_t kPiece = 512;
-  detail::parallel_ranges(N, detail::rows_grain(V), [&](int64_t begin, int64_t end) {
-    alignas(64) float piece[kPiece];
-    for (int64_t i = begin; i < end; ++i) {
-      const int32_t target = targets[i];
-      for (int64_t j = 0; j < V; j += kPiece) {
-        const int64_t n = std::min(kPiece, V - j);
-        if (target == ignore_index)
-          std::fill(piece, piece + n, 0.f);
-        else
-          dlogits_piece(row_grad, logits + i * V + j, piece, n,
-                        target >= j && target < j + n ? target - j : -1, dloss[i], lse[i]);
-        f32_to_bf16(piece, dlogits + i * V + j, n);
-      }
-    }
-  });
+  backward_rows(logits, targets, 0, lse, dloss, dlogits, N, V, ignore_index);
+}
+
+void cross_entropy_bwd_columns(const float* logits, const int32_t* targets, int64_t first,
+                               const float* lse, const float* dloss, float* dlogits, int64_t N,
+                               int64_t V, int32_t ignore_index) {
+  backward_rows(logits, targets, first, lse, dloss, dlogits, N, V, ignore_index);
+}
+
+void cross_entropy_bwd_columns(const float* logits, const int32_t* targets, int64_t first,
+                               const float* lse, const float* dloss, bfloat16* dlogits, int64_t N,
+                               int64_t V, int32_t ignore_index) {
+  backward_rows(logits, targets, first, lse, dloss, dlogits, N, V, ignore_index);
 }
 
 }  // namespace acc::kernels

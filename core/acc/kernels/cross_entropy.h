@@ -28,6 +28,19 @@ void cross_entropy_bwd(const float* logits, const int32_t* targets, const float*
                        const float* dloss, bfloat16* dlogits, int64_t N, int64_t V,
                        int32_t ignore_index = -100);
 
+// A vocabulary split over ranks: each holds logits [N, V] for columns [first, first + V) of
+// every row, and the rows' losses need the log-sum-exp over all columns, combined from each
+// piece's. lse[i] = log(sum(exp(logits[i, :]))) over the piece (-inf when V = 0).
+void logsumexp_rows(const float* logits, float* lse, int64_t N, int64_t V);
+// cross_entropy_bwd on such a piece: lse is the whole row's, targets are whole-row classes, and
+// a target outside [first, first + V) gets no one-hot term here. Targets are not checked.
+void cross_entropy_bwd_columns(const float* logits, const int32_t* targets, int64_t first,
+                               const float* lse, const float* dloss, float* dlogits, int64_t N,
+                               int64_t V, int32_t ignore_index = -100);
+void cross_entropy_bwd_columns(const float* logits, const int32_t* targets, int64_t first,
+                               const float* lse, const float* dloss, bfloat16* dlogits, int64_t N,
+                               int64_t V, int32_t ignore_index = -100);
+
 namespace ref {
 int64_t cross_entropy_fwd(const float* logits, const int32_t* targets, float* losses, float* lse,
                           int64_t N, int64_t V, int32_t ignore_index = -100);

@@ -69,6 +69,7 @@ class GPT2 : public CausalLM {
   explicit GPT2(const GPT2Config& config, uint64_t seed = 0);
   Tensor hidden_states(const Tensor& input_ids) override;
   Tensor head_weight() override { return wte_->param("weight"); }  // tied
+  nn::Module* token_embedding() override { return wte_.get(); }
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.n_positions; }
   double train_flops_per_token(int64_t seq_len) const override;

@@ -73,6 +73,7 @@ class Llama : public CausalLM {
   explicit Llama(const LlamaConfig& config, uint64_t seed = 0);
   Tensor hidden_states(const Tensor& input_ids) override;
   Tensor head_weight() override { return lm_head_->param("weight"); }
+  nn::Module* token_embedding() override { return embed_tokens_.get(); }
   // lm_head's weight is read by the loss, not through lm_head's call.
   std::vector<std::string> shared_parameters() const override { return {"lm_head.weight"}; }
   int64_t vocab_size() const override { return config_.vocab_size; }

@@ -73,12 +73,18 @@ class CausalLM : public Model {
   // The head's weight [V, C]. It is read outside any submodule's call, so models list it in
   // shared_parameters() (sharding strategies keep it gathered for the step).
   virtual Tensor head_weight() = 0;
+  // The module that looks the input ids up: its "weight" is [V, C] (with a tied head, the head's
+  // weight). Naming it lets FSDP split the embedding and the head over the vocabulary instead
+  // of gathering them (fsdp_vocab_parallel); null (the default): they are gathered.
+  virtual nn::Module* token_embedding() { return nullptr; }
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_seq_len() const = 0;
   void set_return_logits(bool on) { return_logits_ = on; }
+  bool returns_logits() const { return return_logits_; }
   // The loss from the hidden states [B*T, C], the head's weight and the labels [B*T], for a
   // strategy that holds only part of the head (tensor parallelism over the vocabulary: each
-  // rank's logits are a slice of the vocabulary). Unset: the model's own loss.
+  // rank's logits are a slice of the vocabulary; FSDP's vocabulary-parallel head). Unset: the
+  // model's own loss.
   using HeadLoss = std::function<Tensor(const Tensor& hidden, const Tensor& weight, const Tensor& labels)>;
   void set_head_loss(HeadLoss loss) { head_loss_ = std::move(loss); }
 

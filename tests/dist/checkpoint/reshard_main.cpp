@@ -7,7 +7,9 @@
 //
 // Another world size changes how the f32 gradients are summed, nothing else: the continuation
 // must match within the equivalence tests' bounds (losses 1e-5 relative, parameters 1e-4
-// relative + 1e-6 absolute after k Adam steps).
+// relative + 5e-5 absolute after k Adam steps: at several ranks the vocabulary is split, and
+// Adam amplifies the reordered sums of nearly cancelling gradients; see
+// tests/dist/fsdp/fsdp_fixtures.h, f32_param_atol).
 #include <cmath>
 #include <cstdio>
 
@@ -55,7 +57,7 @@ int resume(const std::filesystem::path& dir, const std::string& strategy) {
   if (world().rank() != 0) return 0;
   const auto ref = io::load_safetensors(dir / "reference.safetensors");
   bool ok = close(losses, ref.at("losses").to_vector(), 1e-5f, 0.f, "loss");
-  for (const auto& [name, values] : params) ok = close(values, ref.at(name).to_vector(), 1e-4f, 1e-6f, name) && ok;
+  for (const auto& [name, values] : params) ok = close(values, ref.at(name).to_vector(), 1e-4f, 5e-5f, name) && ok;
   std::printf("resumed at %d ranks under %s: %s\n", world().size(), strategy.c_str(),
               ok ? "matches the reference" : "DIFFERS from the reference");
   return ok ? 0 : 1;

@@ -58,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, DeferredInit,
 
 // GPT-2 small (124M) in GPT2Block units: the parameters' peak while making and wrapping the
 // model is this rank's shards (each unit's elements over the ranks, plus at most 16 of padding
-// per unit), with no unit gathered; and every shard equals the same slice of a full init.
+// per unit, and a row of 768 for the token embedding split by rows), with no unit gathered;
+// and every shard equals the same slice of a full init.
 TEST(DeferredInit, Gpt2SmallHoldsOnlyItsShardsAndEqualsAFullInit) {
   const int n = world().size();
   const Config config = deferring(strategy_config("FULL_SHARD", "gpt2"));
@@ -74,7 +75,7 @@ TEST(DeferredInit, Gpt2SmallHoldsOnlyItsShardsAndEqualsAFullInit) {
   const int64_t peak = memory::report()[memory::Category::parameters].peak - before;
   std::printf("[rank %d] parameter peak %.1f MB for %.1f MB of parameters over %d ranks\n", world().rank(),
               peak / 1e6, 4.0 * numel / 1e6, n);
-  EXPECT_LE(peak, 4 * ((numel + n - 1) / n + 16 * units));
+  EXPECT_LE(peak, 4 * ((numel + n - 1) / n + 16 * units + 768));
 
   const auto full = models::GPT2(models::GPT2Config::small(), 7).named_parameters();
   std::map<std::string, std::vector<float>> reference;

@@ -17,8 +17,8 @@ constexpr int64_t kSteps = 3, kGlobalBatch = 8;
 // f32: the sharded run differs from the single process only in the order of additions (each
 // rank's mean over its slice, averaged in the reduce-scatter; the norm summed per shard), a
 // relative 1e-7 per step. Adam divides by sqrt(v), which amplifies it where a gradient is
-// near zero; over 3 steps of lr 1e-3 the parameters stay within 1e-5 relative + 2e-6.
-constexpr float kLossRtolF32 = 1e-5f, kParamRtolF32 = 1e-5f, kParamAtolF32 = 2e-6f;
+// near zero: parameters within 1e-5 relative + f32_param_atol (fsdp_fixtures.h).
+constexpr float kLossRtolF32 = 1e-5f, kParamRtolF32 = 1e-5f;
 // bf16: compared with one process through the same mechanism (mixed precision is the
 // strategy's), the runs again differ only in the order of f32 additions (observed: 4e-7 of the
 // loss). But a weight rounded to bf16 after a step can then land on the other side of a
@@ -28,6 +28,12 @@ constexpr float kLossRtolF32 = 1e-5f, kParamRtolF32 = 1e-5f, kParamAtolF32 = 2e-
 // observed within 1.4e-5). Against the f32 run the losses stay within 2% (bf16 trains like f32).
 constexpr float kLossRtolBf16 = 1e-5f, kNormRtolBf16 = 1e-4f, kParamAtolBf16 = 5e-4f,
                 kLossRtolBf16VsF32 = 2e-2f;
+// bf16 with a split vocabulary: each rank rounds its rows' logits gradient to bf16 after a
+// softmax combined from the ranks' pieces, so a gradient element on a rounding boundary rounds
+// the other way now and then (one bf16 ulp, 0.4%): norms within 1e-3 (observed 1.3e-4), and an
+// element near zero can flip its Adam step, up to 2 lr a step (observed 4.4e-3 on 6 of 32768
+// elements over 3 steps). Losses still within 1e-5 of one rank's and 2% of f32 training.
+constexpr float kNormRtolBf16Split = 1e-3f, kParamAtolBf16Split = 6e-3f;
 
 using Case = std::tuple<std::string, std::string, bool>;  // strategy, model, bf16
 
@@ -43,13 +49,15 @@ TEST_P(Equivalence, SameLossesAndParametersAsOneProcess) {
   ASSERT_EQ(sharded.losses.size(), static_cast<size_t>(kSteps));
   const float loss_rtol = bf16 ? kLossRtolBf16 : kLossRtolF32;
   EXPECT_TRUE(all_close(sharded.losses, single.losses, loss_rtol, 0.f));
-  EXPECT_TRUE(all_close(sharded.norms, single.norms, bf16 ? kNormRtolBf16 : kLossRtolF32, 0.f))
-      << "gradient norms";
+  const bool split = splits_vocab(kind, strategy);
+  const float norm_rtol = bf16 ? (split ? kNormRtolBf16Split : kNormRtolBf16) : kLossRtolF32;
+  const float param_atol = bf16 ? (split ? kParamAtolBf16Split : kParamAtolBf16) : f32_param_atol(kind, strategy);
+  EXPECT_TRUE(all_close(sharded.norms, single.norms, norm_rtol, 0.f)) << "gradient norms";
   ASSERT_EQ(sharded.params.size(), single.params.size());
   for (size_t i = 0; i < single.params.size(); ++i) {
     ASSERT_EQ(sharded.params[i].first, single.params[i].first);
     EXPECT_TRUE(all_close(sharded.params[i].second, single.params[i].second,
-                          bf16 ? 0.f : kParamRtolF32, bf16 ? kParamAtolBf16 : kParamAtolF32))
+                          bf16 ? 0.f : kParamRtolF32, param_atol))
         << single.params[i].first;
   }
   if (bf16) {

@@ -23,6 +23,23 @@ std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64
 // Random token windows of `seq` tokens below `vocab` (input_ids and the shifted labels).
 std::shared_ptr<const data::Dataset> make_token_dataset(int64_t samples, int64_t vocab, int64_t seq);
 
+// The ranks of one shard group under `strategy` in these tests (ACC_RANKS_PER_NODE=2 in the
+// multi-rank runs makes the hybrid ones shard over pairs).
+int shard_ranks(ShardingStrategy strategy);
+
+// True when `strategy` splits the family's token embedding and head by vocabulary rows
+// (fsdp_vocab_parallel, on by default): a language model on a shard group of several ranks.
+bool splits_vocab(const std::string& kind, const std::string& strategy);
+
+// f32 parameters after a few AdamW steps against one process. Without a split vocabulary the
+// runs differ in the order of gradient additions only (relative 1e-7), which Adam's division
+// by sqrt(v) amplifies where a gradient is near zero: within 1e-5 relative + 2e-6. With it, the
+// hidden states' gradient is summed from each rank's vocabulary rows as well: gradients still
+// agree within 1e-5 normwise (vocab_parallel_test.cpp), but an element that nearly cancels
+// moves by a few percent of lr more over 3 steps (observed 2.3e-5 on 1 of 8192 elements), as
+// in SPMD's tensor parallelism: within 5e-5, still 20x below what one wrong slice moves (lr).
+float f32_param_atol(const std::string& kind, const std::string& strategy);
+
 struct RunResult {
   std::vector<float> losses;  // the global batch's mean loss per step
   std::vector<float> norms;   // the gradient norm before clipping, per step: Adam and clipping

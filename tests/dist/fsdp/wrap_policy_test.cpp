@@ -25,7 +25,8 @@ void expect_like_one_process(const std::string& kind, const Config& config) {
   EXPECT_TRUE(all_close(sharded.norms, single.norms, 1e-5f, 0.f));
   ASSERT_EQ(sharded.params.size(), single.params.size());
   for (size_t i = 0; i < single.params.size(); ++i)
-    EXPECT_TRUE(all_close(sharded.params[i].second, single.params[i].second, 1e-5f, 2e-6f))
+    EXPECT_TRUE(all_close(sharded.params[i].second, single.params[i].second, 1e-5f,
+                          f32_param_atol(kind, "FULL_SHARD")))
         << single.params[i].first;
 }
 
