@@ -122,7 +122,9 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   auto options = fsdp::engine_options(name(), config(), *model, {fsdp_group, self_group_},
                                       {self_group_, fsdp_group}, /*reshard_after_forward=*/true,
                                       fsdp_group->size());
-  options.vocab_parallel = false;  // the partition specs say how the embedding and head split
+  // The fsdp axis alone splits the embedding and head by rows (FSDPv2 shards dim 0), as the
+  // vocabulary-parallel units do; tensor parallelism splits the head over `model` itself.
+  options.vocab_parallel = options.vocab_parallel && model_group->size() == 1;
   log::debug("SPMD: {}, {} units, {} parameters split over model, {} whole over fsdp",
              mesh_->describe(), plans.size(), tensor_parallel->splits().size(), whole.size());
   auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));

@@ -21,7 +21,9 @@ constexpr int64_t kSteps = 3, kGlobalBatch = 8;
 // gradient norms still agree within 1e-5, but a gradient element that nearly cancels can differ
 // by a larger relative amount, which Adam's division by sqrt(v) turns into a few percent of lr
 // over 3 steps (observed: 1.7e-5 on 1 of 8192 elements): parameters within 5e-5 there, still
-// 20x below what one wrong slice moves (about lr = 1e-3 per step).
+// 20x below what one wrong slice moves (about lr = 1e-3 per step). Meshes (N, 1) at N > 1 split
+// the embedding and head by vocabulary rows, summing the hidden states' gradient from per-rank
+// partials as well (fsdp_fixtures.h, f32_param_atol): the same 5e-5.
 constexpr float kLossRtol = 1e-5f, kParamRtol = 1e-5f, kParamAtol = 2e-6f, kParamAtolTp = 5e-5f;
 // bf16: each row-parallel partial sum is rounded to bf16 before the sum (one process rounds
 // the whole product once), so the runs differ by bf16 roundings, not f32 reorderings: compared
@@ -62,7 +64,7 @@ TEST_P(SpmdEquivalence, SameLossesAndParametersAsOneProcess) {
   for (size_t i = 0; i < single.params.size(); ++i) {
     ASSERT_EQ(spmd.params[i].first, single.params[i].first);
     EXPECT_TRUE(all_close(spmd.params[i].second, single.params[i].second, kParamRtol,
-                          layout.starts_with("fsdp_tp") ? kParamAtolTp : kParamAtol))
+                          layout.starts_with("fsdp_tp") || world().size() > 1 ? kParamAtolTp : kParamAtol))
         << single.params[i].first;
   }
 }
