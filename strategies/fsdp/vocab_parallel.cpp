@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "acc/autograd/function.h"
+#include "acc/autograd/grad_mode.h"
 #include "acc/kernels/convert.h"
 #include "acc/kernels/cross_entropy.h"
 #include "acc/kernels/matmul.h"
@@ -144,19 +145,24 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
             hidden_in.describe(), " and labels ", labels_in.describe());
   const Tensor labels = as_i32(labels_in);
   auto dx_work = std::make_shared<std::shared_ptr<dist::Work>>();
-  auto forward = [shard, labels, C, ignore_index, dx_work](autograd::FunctionContext& ctx,
-                                                          const std::vector<Tensor>& in) {
+  const bool replicated = shard.replicated_rows;
+  const bool grads = autograd::GradMode::is_enabled();  // else the loss alone (evaluation)
+  auto forward = [shard, labels, C, ignore_index, dx_work, replicated, grads](autograd::FunctionContext& ctx,
+                                                                      const std::vector<Tensor>& in) {
     ACC_PROFILE("vocab_parallel_loss");
     memory::CategoryScope scope(memory::Category::activations);
     dist::ProcessGroup& group = *shard.group;
-    const int ranks = group.size(), me = group.rank();
+    const int ranks = group.size();
     const Tensor& hidden = in[0];
-    const auto counts = rows_per_rank(group, hidden.size(0));
-    const Tensor all_labels = gather_rows(group, labels.view({labels.numel(), 1}), counts, 1);
+    // The batches the rows come from, in rank order; replicated: the one every rank has.
+    const auto counts = replicated ? std::vector<int64_t>{hidden.size(0)} : rows_per_rank(group, hidden.size(0));
+    const int batches = static_cast<int>(counts.size()), me = replicated ? 0 : group.rank();
+    const Tensor all_labels =
+        replicated ? labels : gather_rows(group, labels.view({labels.numel(), 1}), counts, 1);
     const int32_t* t = all_labels.data<int32_t>();
-    std::vector<int64_t> kept(static_cast<size_t>(ranks));
-    std::vector<float> row_weight;  // 1 / (rank's kept rows): each rank's loss is its own mean
-    for (int k = 0, at = 0; k < ranks; at += static_cast<int>(counts[static_cast<size_t>(k)]), ++k) {
+    std::vector<int64_t> kept(static_cast<size_t>(batches));
+    std::vector<float> row_weight;  // 1 / (batch's kept rows): each rank's loss is its own mean
+    for (int k = 0, at = 0; k < batches; at += static_cast<int>(counts[static_cast<size_t>(k)]), ++k) {
       const std::string op = "loss (labels of rank " + std::to_string(k) + ")";
       const int64_t n = counts[static_cast<size_t>(k)];
       kept[static_cast<size_t>(k)] = kernels::count_and_check_targets(op.c_str(), t + at, n, shard.vocab, ignore_index);
@@ -164,16 +170,16 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
                         kept[static_cast<size_t>(k)] ? 1.f / static_cast<float>(kept[static_cast<size_t>(k)]) : 0.f);
     }
     const DType dtype = shard.weight.dtype() == DType::bf16 || hidden.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
-    Tensor x = gather_rows(group, hidden.detach(), counts, C);
+    Tensor x = replicated ? hidden.detach() : gather_rows(group, hidden.detach(), counts, C);
     if (x.dtype() != dtype) x = x.to(dtype);
     const int64_t M = x.size(0), V = shard.weight.size(0);  // V: this rank's vocabulary rows
-    const bool trainable = shard.trainable;
+    const bool trainable = shard.trainable && grads;
     const int64_t R = std::max<int64_t>(1, std::min(M, ops::default_loss_chunk_rows(std::max<int64_t>(V, 1))));
     Tensor logits = Tensor::empty({R, V});  // one chunk; its f32 gradient is written in place
     Tensor dlogits_bf16 = dtype == DType::bf16 ? Tensor::empty({R, V}, DType::bf16) : Tensor();
     Tensor piece_stats = Tensor::empty({R, 2}), all_stats = Tensor::empty({ranks, R, 2});
     std::vector<float> lse(static_cast<size_t>(R)), dloss(static_cast<size_t>(R));
-    Tensor dx_parts = Tensor::zeros({M, C});  // this rank's vocabulary rows' share of every dx row
+    Tensor dx_parts = grads ? Tensor::zeros({M, C}) : Tensor();  // this rank's rows' share of each dx row
     Tensor dw = trainable ? Tensor::zeros({V, C}) : Tensor();
     const size_t row_bytes = static_cast<size_t>(C) * dtype_size(dtype);
     double own_total = 0;
@@ -213,7 +219,7 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
         if (!ignored && r0 + i >= own_first && r0 + i < own_first + counts[static_cast<size_t>(me)])
           own_total += static_cast<double>(lse[static_cast<size_t>(i)] - static_cast<float>(target));
       }
-      if (V == 0) continue;
+      if (V == 0 || !grads) continue;
       void* grad = l;
       if (dtype == DType::bf16) {
         grad = dlogits_bf16.raw_data();
@@ -235,35 +241,42 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
     // The chunk buffers go now; the gradients stay until backward hands them on. This rank's
     // rows of dx are the sum of every rank's part: reduce-scattered while the step goes on.
     logits = dlogits_bf16 = x = Tensor();
-    Tensor dx = Tensor::empty({counts[mine], C});
-    *dx_work = group.reduce_scatter_v_async(dx_parts.view({dx_parts.numel()}), dx.view({dx.numel()}),
-                                            times(counts, C));
+    if (!grads) return out;
+    Tensor dx = replicated ? dx_parts : Tensor::empty({counts[mine], C});
+    *dx_work = replicated ? group.all_reduce_async(dx_parts.view({dx_parts.numel()}))
+                          : group.reduce_scatter_v_async(dx_parts.view({dx_parts.numel()}),
+                                                         dx.view({dx.numel()}), times(counts, C));
     ctx.saved = {dx, dw};
     return out;
   };
-  auto backward = [shard, dx_work](autograd::FunctionContext& ctx, const Tensor& grad) -> std::vector<Tensor> {
+  auto backward = [shard, dx_work, replicated](autograd::FunctionContext& ctx, const Tensor& grad) -> std::vector<Tensor> {
     ACC_PROFILE("vocab_parallel_loss.backward");
     dist::ProcessGroup& group = *shard.group;
     const float g = grad.item();
-    Tensor scales = Tensor::empty({group.size()});
-    group.all_gather(Tensor::from_vector({g}, {1}), scales);
-    for (float other : scales.to_vector())
-      ACC_CHECK(other == g, "FSDP's vocabulary-parallel loss: the ranks back-propagated their losses "
-                "with different scales (", util::join(scales.to_vector(), ", "), "); the head's "
-                "weight gradient sums every rank's tokens in one product and takes one scale. "
-                "Scale the loss alike on every rank, or set fsdp_vocab_parallel: false");
+    if (!replicated) {
+      Tensor scales = Tensor::empty({group.size()});
+      group.all_gather(Tensor::from_vector({g}, {1}), scales);
+      for (float other : scales.to_vector())
+        ACC_CHECK(other == g, "FSDP's vocabulary-parallel loss: the ranks back-propagated their losses "
+                  "with different scales (", util::join(scales.to_vector(), ", "), "); the head's "
+                  "weight gradient sums every rank's tokens in one product and takes one scale. "
+                  "Scale the loss alike on every rank, or set fsdp_vocab_parallel: false");
+    }
     std::exchange(*dx_work, nullptr)->wait();
     Tensor dx = ctx.saved[0], dw = ctx.saved[1];
-    if (dw.defined()) {
-      optim::scale_grad(dw, static_cast<double>(g) / group.size());  // averaged over ranks
-      shard.deliver(dw);
-    }
-    if (!ctx.needs_input_grad[0]) return {Tensor()};
-    if (g != 1.f) optim::scale_grad(dx, g);
-    return {dx};
+    // Gathered rows: the weight's gradient is averaged over the ranks whose tokens it summed.
+    if (dw.defined()) optim::scale_grad(dw, replicated ? g : static_cast<double>(g) / group.size());
+    if (dw.defined() && shard.deliver) shard.deliver(dw);
+    if (g != 1.f && ctx.needs_input_grad[0]) optim::scale_grad(dx, g);
+    std::vector<Tensor> grads{ctx.needs_input_grad[0] ? dx : Tensor()};
+    if (!shard.deliver) grads.push_back(ctx.needs_input_grad[1] ? dw : Tensor());
+    return grads;
   };
-  return autograd::apply_function("VocabParallelLoss", {hidden_in}, forward, backward,
-                                  {.always_record = shard.trainable});
+  // Without a receiver the weight is an input, whose gradient autograd hands on.
+  std::vector<Tensor> inputs{hidden_in};
+  if (!shard.deliver) inputs.push_back(shard.weight);
+  return autograd::apply_function("VocabParallelLoss", inputs, forward, backward,
+                                  {.always_record = shard.trainable && shard.deliver != nullptr});
 }
 
 }  // namespace acc::fsdp

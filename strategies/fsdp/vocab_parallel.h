@@ -36,8 +36,13 @@ struct VocabShard {
   int64_t vocab = 0;
   bool trainable = true;
   // Receives the rows' gradient [rows, C] f32 in backward, already averaged over the group's
-  // ranks as a reduce-scatter would leave it (trainable only). Called once per use.
+  // ranks as a reduce-scatter would leave it (trainable only). Called once per use. Null (the
+  // loss only): `weight` is an autograd input and gets its gradient the usual way.
   std::function<void(const Tensor&)> deliver;
+  // Every rank of the group has the same tokens (tensor parallelism over the vocabulary): no
+  // gathering, the hidden states' partial gradients are all-reduced, and the weight's gradient
+  // is this rank's rows' of the one batch (loss only).
+  bool replicated_rows = false;
 };
 
 // ids (i32 or i64, any shape [...]) of this rank -> [..., C] f32, as ops::embedding over the
@@ -45,9 +50,10 @@ struct VocabShard {
 Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids);
 
 // This rank's mean cross-entropy of logits = hidden [N, C] x weight^T against labels [N]
-// (ignore_index rows left out), as ops::linear_cross_entropy over the whole weight. The ranks
-// must back-propagate it with the same upstream gradient (loss.backward(), or the same scale
-// on every rank): the weight's gradient sums every rank's tokens in one product.
+// (ignore_index rows left out), as ops::linear_cross_entropy over the whole weight. Unless the
+// rows are replicated, the ranks must back-propagate it with the same upstream gradient
+// (loss.backward(), or the same scale on every rank): the weight's gradient sums every rank's
+// tokens in one product.
 Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden, const Tensor& labels,
                            int32_t ignore_index);
 

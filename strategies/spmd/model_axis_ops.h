@@ -1,12 +1,12 @@
 #pragma once
 // The collectives tensor parallelism inserts between operations, as differentiable ops over the
-// process group of the `model` mesh axis (Megatron-LM's f, g and the gather of a split output):
+// process group of the `model` mesh axis (Megatron-LM's f and g; the vocabulary-parallel head's
+// loss is fsdp/vocab_parallel.h with replicated rows):
 //
 //   op                        forward                          backward
 //   enter_parallel_region     identity (x is whole on every    all-reduce: each rank's
 //                             rank of the group)               gradient is a partial sum
 //   reduce_partial_sums       all-reduce of partial sums       identity
-//   gather_last_dim           all-gather along the last dim    this rank's slice of the gradient
 //
 // Splits over the group are as even as they can be: rank r of n holds split_sizes(extent, n)[r]
 // (the first extent % n ranks one more), so a vocabulary of 50257 splits too.
@@ -20,8 +20,6 @@ namespace acc::spmd {
 
 Tensor enter_parallel_region(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group);
 Tensor reduce_partial_sums(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group);
-// x is this rank's part of a last dim `width` wide in all.
-Tensor gather_last_dim(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group, int64_t width);
 
 std::vector<int64_t> split_sizes(int64_t extent, int ranks);
 

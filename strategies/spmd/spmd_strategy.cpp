@@ -128,7 +128,7 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   log::debug("SPMD: {}, {} units, {} parameters split over model, {} whole over fsdp",
              mesh_->describe(), plans.size(), tensor_parallel->splits().size(), whole.size());
   auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));
-  tensor_parallel->install(*model);
+  tensor_parallel->install();
   return std::make_shared<SpmdModel>(std::move(model), std::move(engine), std::move(tensor_parallel),
                                      std::move(whole), mesh_);
 }

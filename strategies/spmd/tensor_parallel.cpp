@@ -4,6 +4,7 @@
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/ops/ops.h"
+#include "fsdp/vocab_parallel.h"
 #include "model_axis_ops.h"
 
 namespace acc::spmd {
@@ -109,7 +110,7 @@ void TensorParallel::slice_parameters(models::Model& model) const {
     model.replace_parameter(s.name, take_slice(model.parameter(s.name), s, group_->rank(), group_->size()));
 }
 
-void TensorParallel::install(models::Model& model) {
+void TensorParallel::install() {
   for (const auto& l : linears_) {
     if (l.column)
       hooks_.push_back(l.module->add_call_wrapper(
@@ -124,10 +125,15 @@ void TensorParallel::install(models::Model& model) {
           }));
   }
   if (vocab_parallel_head_)
-    head_owner_->set_head_loss([g = group_, dtype = model.compute_dtype(), vocab = head_owner_->vocab_size()](
+    // The loss on the split logits: each rank's vocabulary rows over the (replicated) tokens,
+    // every row's softmax completed across the group; no rank holds [tokens, vocab].
+    head_owner_->set_head_loss([g = group_, vocab = head_owner_->vocab_size()](
                                    const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
-      Tensor logits = gather_last_dim(ops::linear(enter_parallel_region(hidden, g), weight), g, vocab);
-      return ops::cross_entropy(logits, labels, ops::kIgnoreIndex, dtype);
+      const auto rows = split_sizes(vocab, g->size());
+      int64_t first = 0;
+      for (int r = 0; r < g->rank(); ++r) first += rows[static_cast<size_t>(r)];
+      const fsdp::VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
+      return fsdp::vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
     });
 }
 

@@ -52,7 +52,7 @@ class TensorParallel {
   void slice_parameters(models::Model& model) const;
   // Hooks the modules' calls and the head's loss (after the engine: its unit wrappers stay
   // outermost, so a unit is gathered before any of its Linears runs).
-  void install(models::Model& model);
+  void install();
   // The whole parameter from every rank's slice: a collective over the group.
   Tensor gather(const ModelAxisSplit& split, const Tensor& slice) const;
 
