@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -37,16 +38,10 @@ std::vector<int64_t> times(const std::vector<int64_t>& counts, int64_t width) {
   return out;
 }
 
-int64_t total(const std::vector<int64_t>& counts) {
-  int64_t n = 0;
-  for (int64_t c : counts) n += c;
-  return n;
-}
-
 // Every rank's rows of `mine` [rows, width], in rank order: [sum(counts), width].
 Tensor gather_rows(dist::ProcessGroup& group, const Tensor& mine, const std::vector<int64_t>& counts,
                    int64_t width) {
-  Tensor all = Tensor::empty({total(counts), width}, mine.dtype());
+  Tensor all = Tensor::empty({std::accumulate(counts.begin(), counts.end(), int64_t{0}), width}, mine.dtype());
   group.all_gather_v(mine.view({mine.numel()}), all.view({all.numel()}), times(counts, width));
   return all;
 }
@@ -183,11 +178,7 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
     Tensor dw = trainable ? Tensor::zeros({V, C}) : Tensor();
     const size_t row_bytes = static_cast<size_t>(C) * dtype_size(dtype);
     double own_total = 0;
-    const int64_t own_first = [&] {
-      int64_t at = 0;
-      for (int k = 0; k < me; ++k) at += counts[static_cast<size_t>(k)];
-      return at;
-    }();
+    const int64_t own_first = std::accumulate(counts.begin(), counts.begin() + me, int64_t{0});
     for (int64_t r0 = 0; r0 < M; r0 += R) {
       const int64_t rows = std::min(R, M - r0);
       const auto* xr = static_cast<const char*>(x.raw_data()) + static_cast<size_t>(r0) * row_bytes;
@@ -238,8 +229,9 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
     const auto mine = static_cast<size_t>(me);
     Tensor out = Tensor::empty({});
     *out.data<float>() = kept[mine] ? static_cast<float>(own_total / static_cast<double>(kept[mine])) : 0.f;
-    // The chunk buffers go now; the gradients stay until backward hands them on. This rank's
-    // rows of dx are the sum of every rank's part: reduce-scattered while the step goes on.
+    // The chunk buffers go now; the gradients stay until backward hands them on. Each dx row is
+    // the sum of every rank's part: reduce-scattered to the row's rank (all-reduced when the
+    // rows are replicated) while the step goes on.
     logits = dlogits_bf16 = x = Tensor();
     if (!grads) return out;
     Tensor dx = replicated ? dx_parts : Tensor::empty({counts[mine], C});
