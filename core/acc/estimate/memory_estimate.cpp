@@ -53,7 +53,7 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
   // f32, held until backward.
   const auto V = static_cast<double>(s.vocab), C = static_cast<double>(s.hidden);
   const bool tied = s.family == Family::gpt2;
-  double loss_forward = 0, tied_wait = 0, tied_end = 0;
+  double loss_forward = 0, tied_wait = 0, embedding_end = 0;
   if (vocab_ranks > 1) {
     // Split by vocabulary rows (fsdp/vocab_parallel.h): this rank's rows over every rank's
     // tokens. The gathered hidden states (bf16: and their bf16 copy), one chunk of logits
@@ -65,7 +65,7 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
     const double rows = std::ceil(V / n), all_tokens = n * tokens;
     const double chunk = std::min(all_tokens, static_cast<double>(ops::default_loss_chunk_rows(static_cast<int64_t>(rows))));
     loss_forward = chunk * rows * (bf16 ? 1.5 : 1.0) + all_tokens * C * (bf16 ? 2.5 : 2.0) + tokens * C + rows * C;
-    tied_end = all_tokens * C + rows * C;
+    embedding_end = all_tokens * C + rows * C;
   } else {
     const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(s.vocab)));
     const double head_weight_grad = V * C;
@@ -75,7 +75,7 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
     // At the end the embedding's backward makes the tied weight's second gradient, summed into
     // the first in place: two [V, C] f32 tensors (measured); with few tokens per rank, and
     // chunks as small as they, this is the step's peak.
-    tied_end = tied ? 2.0 * head_weight_grad : 0.0;
+    embedding_end = tied ? 2.0 * head_weight_grad : 0.0;
   }
   // A block's backward holds its largest weight's f32 gradient and a few [T, C] gradients.
   const double block_transient =
@@ -86,10 +86,10 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
     // Each block keeps only its input; backward re-runs one block at a time.
     const double kept = tokens * static_cast<double>(s.hidden) * L + head;
     elements = std::max(kept + std::max(loss_forward, block + block_transient + tied_wait),
-                        tied_end);
+                        embedding_end);
   } else {
     elements = std::max(L * block + head + std::max(loss_forward, block_transient + tied_wait),
-                        tied_end);
+                        embedding_end);
   }
   return static_cast<int64_t>(4.0 * elements);
 }
