@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "acc/kernels/matmul.h"
 #include "acc/memory/allocator.h"
 #include "acc/ops/loss.h"
 
@@ -53,6 +54,10 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
   // f32, held until backward.
   const auto V = static_cast<double>(s.vocab), C = static_cast<double>(s.hidden);
   const bool tied = s.family == Family::gpt2;
+  // Without native bf16 a bf16 product widens both operands to f32 for its duration
+  // (kernels/matmul.h). The largest such product of the loss is dx = dlogits W (a chunk's
+  // logits and the head's rows); a block's are the backward products of its largest matrix.
+  const bool widens = bf16 && !kernels::has_native_bf16();
   double loss_forward = 0, tied_wait = 0, embedding_end = 0;
   if (vocab_ranks > 1) {
     // Split by vocabulary rows (fsdp/vocab_parallel.h): this rank's rows over every rank's
@@ -64,12 +69,14 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
     const auto n = static_cast<double>(vocab_ranks);
     const double rows = std::ceil(V / n), all_tokens = n * tokens;
     const double chunk = std::min(all_tokens, static_cast<double>(ops::default_loss_chunk_rows(static_cast<int64_t>(rows))));
-    loss_forward = chunk * rows * (bf16 ? 1.5 : 1.0) + all_tokens * C * (bf16 ? 2.5 : 2.0) + tokens * C + rows * C;
+    loss_forward = chunk * rows * (bf16 ? 1.5 : 1.0) + all_tokens * C * (bf16 ? 2.5 : 2.0) + tokens * C + rows * C +
+                   (widens ? chunk * rows + rows * C : 0.0);
     embedding_end = all_tokens * C + rows * C;
   } else {
     const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(s.vocab)));
     const double head_weight_grad = V * C;
-    loss_forward = chunk * V * (bf16 ? 1.5 : 1.0) + tokens * C * (bf16 ? 1.5 : 1.0) + head_weight_grad;
+    loss_forward = chunk * V * (bf16 ? 1.5 : 1.0) + tokens * C * (bf16 ? 1.5 : 1.0) + head_weight_grad +
+                   (widens ? chunk * V + V * C : 0.0);
     // A tied head's gradient then waits for the embedding's, through every block.
     tied_wait = tied ? head_weight_grad : 0.0;
     // At the end the embedding's backward makes the tied weight's second gradient, summed into
@@ -78,8 +85,11 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
     embedding_end = tied ? 2.0 * head_weight_grad : 0.0;
   }
   // A block's backward holds its largest weight's f32 gradient and a few [T, C] gradients.
-  const double block_transient =
-      static_cast<double>(s.largest_block_matrix) + 3.0 * tokens * static_cast<double>(s.hidden);
+  // Widened, the largest matrix's backward products: dx = dy W holds dy [T, out] and W, dW =
+  // dy^T x holds dy and x [T, in], where {in, out} = {C, I} in either family.
+  const auto I = static_cast<double>(s.intermediate), matrix = static_cast<double>(s.largest_block_matrix);
+  const double block_widened = widens ? std::max(tokens * std::max(C, I) + matrix, tokens * (C + I)) : 0.0;
+  const double block_transient = matrix + 3.0 * tokens * C + block_widened;
   const auto L = static_cast<double>(s.layers);
   double elements = 0;
   if (activation_checkpointing) {
