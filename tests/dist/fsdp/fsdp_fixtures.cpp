@@ -200,7 +200,7 @@ bool splits_vocab(const std::string& kind, const std::string& strategy) {
 }
 
 float f32_param_atol(const std::string& kind, const std::string& strategy) {
-  return splits_vocab(kind, strategy) ? 5e-5f : 2e-6f;
+  return splits_vocab(kind, strategy) ? 5e-5f : 5e-6f;
 }
 
 }  // namespace acc::test

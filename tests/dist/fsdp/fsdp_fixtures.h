@@ -33,7 +33,8 @@ bool splits_vocab(const std::string& kind, const std::string& strategy);
 
 // f32 parameters after a few AdamW steps against one process. Without a split vocabulary the
 // runs differ in the order of gradient additions only (relative 1e-7), which Adam's division
-// by sqrt(v) amplifies where a gradient is near zero: within 1e-5 relative + 2e-6. With it, the
+// by sqrt(v) amplifies where a gradient is near zero: within 1e-5 relative + 5e-6 (observed
+// 2.6e-6 on 1 of 8192 elements, NO_SHARD Llama at 4 ranks on an AVX2-only EPYC). With it, the
 // hidden states' gradient is summed from each rank's vocabulary rows as well: gradients still
 // agree within 1e-5 normwise (vocab_parallel_test.cpp), but an element that nearly cancels
 // moves by a few percent of lr more over 3 steps (observed 2.3e-5 on 1 of 8192 elements), as
