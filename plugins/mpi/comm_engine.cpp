@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -87,9 +88,39 @@ void CommEngine::abort(int exit_code) {
   std::_Exit(exit_code);
 }
 
+std::string CommEngine::broken() const {
+  std::lock_guard lock(failure_mutex_);
+  return broken_;
+}
+
+void CommEngine::run_here(const dist::Work* work) {
+  std::optional<Active> a;
+  {
+    std::lock_guard lock(mutex_);
+    if (collectives_taken_.load(std::memory_order_acquire) > 0 || stopping_) return;
+    const auto next = std::find_if(queue_.begin(), queue_.end(), [](const Task& t) { return t.collective; });
+    if (next == queue_.end() || next->work.get() != work || !next->any_thread) return;
+    if (!broken().empty()) return;  // the comm thread fails it with the reason
+    a.emplace(std::move(*next));
+    queue_.erase(next);
+    queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+    running_here_.store(true, std::memory_order_release);
+  }
+  try {
+    start(*a);
+    while (!progress(*a)) sched_yield();
+  } catch (const std::exception& e) {
+    fail(*a, e.what());
+  }
+  running_here_.store(false, std::memory_order_release);
+}
+
 void CommEngine::fail(Active& a, const std::string& reason) {
   const std::string message = a.task.work->description() + ": " + reason;
-  if (broken_.empty()) broken_ = message;
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (broken_.empty()) broken_ = message;
+  }
   log::error("{}", message);
   a.task.work->mark_failed(message);
 }
@@ -127,10 +158,11 @@ bool CommEngine::progress(Active& a) {
     // During the rounds, wait for the current round; after them, for the detached sends.
     const bool in_rounds = a.round < a.task.schedule.rounds.size();
     auto& requests = in_rounds ? a.requests : a.detached;
-    int flag = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
+    int flag = 1;  // no MPI call without requests: run_here runs those off the comm thread
+    if (!requests.empty())
+      check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
+                            MPI_STATUSES_IGNORE),
+                "MPI_Testall");
     if (flag && in_rounds) {
       const auto& waiting_on = a.task.schedule.rounds[a.round].waiting_on;
       flag = !waiting_on || waiting_on().empty();
@@ -180,6 +212,7 @@ void CommEngine::fail_timed_out(Active& a) {
   os << "]";
   fail(a, os.str());
   // MPI may still write into the scratch buffers of the abandoned requests: never reuse.
+  std::lock_guard lock(failure_mutex_);
   for (auto& buffer : a.task.schedule.scratch) abandoned_.push_back(std::move(buffer));
 }
 
@@ -241,22 +274,30 @@ void CommEngine::thread_main() {
         cv_.wait(lock, [&] { return !queue_.empty() || stopping_ || abort_code_ >= 0; });
       incoming.swap(queue_);
       queued_.store(0, std::memory_order_release);
+      collectives_taken_.fetch_add(
+          static_cast<int>(std::count_if(incoming.begin(), incoming.end(), [](const Task& t) { return t.collective; })),
+          std::memory_order_release);
       if (abort_code_ >= 0) MPI_Abort(MPI_COMM_WORLD, abort_code_);
-      if (stopping_ && incoming.empty() && active.empty() && waiting.empty()) break;
+      if (stopping_ && incoming.empty() && active.empty() && waiting.empty() &&
+          !running_here_.load(std::memory_order_acquire))
+        break;
     }
     for (Task& task : incoming) {
-      if (!broken_.empty()) {
+      if (const std::string failed = broken(); !failed.empty()) {
+        if (task.collective) collectives_taken_.fetch_sub(1, std::memory_order_release);
         task.work->mark_failed(task.work->description() +
                                ": not started because an earlier communication failed: " +
-                               broken_);
+                               failed);
       } else if (task.collective) {
         waiting.push_back(std::move(task));
       } else {
         launch(std::move(task));
       }
     }
-    if (!collective_running && !waiting.empty()) {
+    // Not while a waiting thread runs one: the collectives here were submitted after it.
+    if (!collective_running && !waiting.empty() && !running_here_.load(std::memory_order_acquire)) {
       collective_running = launch(std::move(waiting.front()));
+      if (!collective_running) collectives_taken_.fetch_sub(1, std::memory_order_release);
       waiting.pop_front();
     }
     bool finished_any = false;
@@ -268,7 +309,10 @@ void CommEngine::thread_main() {
         fail(**it, e.what());
       }
       if (finished) {
-        if ((*it)->task.collective) collective_running = false;
+        if ((*it)->task.collective) {
+          collective_running = false;
+          collectives_taken_.fetch_sub(1, std::memory_order_release);
+        }
         it = active.erase(it);
         finished_any = true;
       } else {
@@ -279,7 +323,7 @@ void CommEngine::thread_main() {
     if (!finished_any) sched_yield();
   }
 
-  if (!broken_.empty()) {
+  if (!broken().empty()) {
     log::error("mpi plugin: aborting the job at shutdown after a failed communication");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }

@@ -5,7 +5,10 @@
 //
 // Ordering: collectives start one at a time in the order they were submitted (the same order
 // on every rank, as the API requires); point-to-point transfers start at once and progress
-// alongside. Every task must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails
+// alongside. A collective that makes no MPI call (the shared-memory schedules) may instead run
+// on the thread that waits for it, when nothing is ahead of it (run_here): a blocking
+// collective then costs no hand-off to this thread and back, which on a core shared by both
+// threads is two thread switches. Every task must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails
 // with a message naming the op, its group and the peers that have not answered, and the
 // engine is broken from then on: later tasks fail at once and the job is aborted at shutdown
 // (pending transfers make a clean MPI_Finalize impossible), so the process exits non-zero.
@@ -38,6 +41,8 @@ struct Task {
   std::vector<int> world_ranks;  // group rank -> world rank, for messages
   std::shared_ptr<dist::Work> work;
   Schedule schedule;
+  // The schedule makes no MPI call (shared memory only), so any thread may run it.
+  bool any_thread = false;
 };
 
 class CommEngine {
@@ -60,6 +65,10 @@ class CommEngine {
   std::shared_ptr<ShmChannel> world_shm() const { return world_shm_; }
 
   void submit(Task task);
+  // Runs the collective of `work` on the calling thread if it is the next to start, the comm
+  // thread has none in hand and any thread may run it; otherwise returns at once and the comm
+  // thread runs it as usual. Either way the order of collectives is the submission order.
+  void run_here(const dist::Work* work);
   // Temporary buffers shared by all groups' collectives.
   ScratchPool& scratch() { return scratch_; }
   // Ends the whole job; called from any thread (the comm thread makes the MPI_Abort call).
@@ -73,6 +82,7 @@ class CommEngine {
   void post_round(Active& a);
   void fail(Active& a, const std::string& reason);
   void fail_timed_out(Active& a);
+  std::string broken() const;
 
   std::chrono::duration<double> timeout_;
   ScratchPool scratch_;
@@ -85,10 +95,14 @@ class CommEngine {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   std::atomic<int> queued_{0};  // queue_.size(), readable without the lock (idle spin)
+  // Collectives the comm thread has taken from queue_ and not finished (raised under mutex_).
+  std::atomic<int> collectives_taken_{0};
+  std::atomic<bool> running_here_{false};  // a waiting thread runs a collective (run_here)
   bool stopping_ = false;
   std::atomic<int> abort_code_{-1};
-  std::string broken_;  // comm thread only: the first failure, once there was one
-  std::vector<std::shared_ptr<void>> abandoned_;  // comm thread only: see progress()
+  mutable std::mutex failure_mutex_;  // guards the two below: failures happen on any runner
+  std::string broken_;  // the first failure, once there was one
+  std::vector<std::shared_ptr<void>> abandoned_;  // see fail_timed_out()
   std::mutex join_mutex_;
 
   std::string init_error_;

@@ -27,8 +27,13 @@ MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string
       p2p_comm_(p2p_comm),
       shm_(std::move(shm)) {}
 
-void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule) {
-  engine_->submit(Task{true, coll_comm_, 0, world_ranks(), std::move(work), std::move(schedule)});
+void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule,
+                                        bool any_thread) {
+  if (any_thread)  // the thread that waits may run it (CommEngine::run_here)
+    work->set_runner([engine = std::weak_ptr<CommEngine>(engine_), w = work.get()] {
+      if (auto e = engine.lock()) e->run_here(w);
+    });
+  engine_->submit(Task{true, coll_comm_, 0, world_ranks(), std::move(work), std::move(schedule), any_thread});
 }
 
 void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag) {
@@ -52,13 +57,13 @@ Schedule MpiProcessGroup::scatter_schedule(dist::Buffer input, dist::Buffer outp
 
 void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                     dist::Buffer output, std::vector<int64_t> counts) {
-  submit_collective(std::move(work), gather_schedule(input, output, counts));
+  submit_collective(std::move(work), gather_schedule(input, output, counts), shm_ != nullptr);
 }
 
 void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                         dist::Buffer output, std::vector<int64_t> counts,
                                         dist::ReduceOp op) {
-  submit_collective(std::move(work), scatter_schedule(input, output, counts, op));
+  submit_collective(std::move(work), scatter_schedule(input, output, counts, op), shm_ != nullptr);
 }
 
 // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
@@ -69,18 +74,19 @@ void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buff
   const dist::Buffer own{byte_at(tensor.data, offsets[rank_]), counts[rank_], tensor.dtype};
   Schedule schedule = scatter_schedule(tensor, own, counts, op);
   schedule.append(gather_schedule(own, tensor, counts));
-  submit_collective(std::move(work), std::move(schedule));
+  submit_collective(std::move(work), std::move(schedule), shm_ != nullptr);
 }
 
 void MpiProcessGroup::do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
                                    int root) {
-  submit_collective(std::move(work), shm_ ? shm_broadcast_schedule(shm_, tensor, root)
-                                          : broadcast_schedule(rank_, size(), tensor, root));
+  submit_collective(std::move(work),
+                    shm_ ? shm_broadcast_schedule(shm_, tensor, root) : broadcast_schedule(rank_, size(), tensor, root),
+                    shm_ != nullptr);
 }
 
 void MpiProcessGroup::do_barrier(std::shared_ptr<dist::Work> work) {
-  submit_collective(std::move(work),
-                    shm_ ? shm_barrier_schedule(shm_) : barrier_schedule(rank_, size()));
+  submit_collective(std::move(work), shm_ ? shm_barrier_schedule(shm_) : barrier_schedule(rank_, size()),
+                    shm_ != nullptr);
 }
 
 void MpiProcessGroup::do_send(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
@@ -137,7 +143,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
   };
   schedule.append(std::move(split));
   auto work = std::make_shared<dist::Work>("split into '" + name + "' of " + describe());
-  submit_collective(work, std::move(schedule));
+  submit_collective(work, std::move(schedule), /*any_thread=*/false);  // MPI_Comm_split
   work->wait();
   if (color < 0) return nullptr;
   return std::make_shared<MpiProcessGroup>(engine_, std::move(name), result->world_ranks,

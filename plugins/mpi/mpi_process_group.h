@@ -45,7 +45,8 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   std::shared_ptr<dist::ProcessGroup> do_split(int color, int key, std::string name) override;
 
  private:
-  void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule);
+  // any_thread: the schedule makes no MPI call, so the thread that waits may run it.
+  void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule, bool any_thread);
   // The schedules over this group's transport: the shared-memory channel, or MPI messages.
   Schedule gather_schedule(dist::Buffer input, dist::Buffer output, const std::vector<int64_t>& counts);
   Schedule scatter_schedule(dist::Buffer input, dist::Buffer output,

@@ -18,6 +18,12 @@ bool Work::is_completed() const {
 
 void Work::wait(std::optional<std::chrono::duration<double>> timeout) {
   ACC_PROFILE("comm.wait");  // communication the caller was exposed to (not hidden by compute)
+  std::function<void()> runner;  // not with a timeout: the runner takes as long as the work
+  if (!timeout) {
+    std::lock_guard lock(mutex_);
+    if (!done_) runner.swap(runner_);
+  }
+  if (runner) runner();
   // A collective often completes within microseconds: poll briefly before sleeping, since
   // waking a sleeping thread costs several microseconds here.
   const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
@@ -40,9 +46,16 @@ void Work::hold(std::vector<Tensor> tensors) {
   for (auto& t : tensors) held_.push_back(std::move(t));
 }
 
+void Work::set_runner(std::function<void()> runner) {
+  std::lock_guard lock(mutex_);
+  if (!done_) runner_ = std::move(runner);
+}
+
 void Work::mark_done() {
+  std::function<void()> runner;  // released outside the lock: it may own backend state
   {
     std::lock_guard lock(mutex_);
+    runner.swap(runner_);
     done_ = true;
     finished_.store(true, std::memory_order_release);
   }
@@ -50,8 +63,10 @@ void Work::mark_done() {
 }
 
 void Work::mark_failed(std::string message) {
+  std::function<void()> runner;
   {
     std::lock_guard lock(mutex_);
+    runner.swap(runner_);
     error_ = message.empty() ? description_ + ": failed" : std::move(message);
     done_ = true;
     finished_.store(true, std::memory_order_release);

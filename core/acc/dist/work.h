@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,12 @@ class Work {
   // drop its handles to a buffer right after issuing the collective.
   void hold(std::vector<Tensor> tensors);
 
+  // Backend side: lets the thread that waits run the operation itself instead of handing it
+  // to the backend's thread and sleeping until it is done (a blocking collective then costs no
+  // thread switches). wait() calls the runner once before it blocks; the runner either
+  // completes the work or declines (returns without doing anything). Dropped once done.
+  void set_runner(std::function<void()> runner);
+
   // Backend side: exactly one of these is called, once.
   void mark_done();
   void mark_failed(std::string message);
@@ -49,6 +56,7 @@ class Work {
   std::atomic<bool> finished_{false};  // done_, readable without the lock (wait's spin)
   std::string error_;  // non-empty once failed
   std::vector<Tensor> held_;
+  std::function<void()> runner_;
 };
 
 }  // namespace acc::dist
