@@ -56,10 +56,21 @@ double memcpy_gbps(size_t bytes) {
 }
 
 std::string cpu_model() {
+  // The model name alone does not tell machines apart here (one "AMD EPYC" has AVX-512, another
+  // only AVX2), so the vector ISA that decides acc's kernels is added.
   std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
+  std::string model = "unknown", flags;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0 && model == "unknown") model = line.substr(line.find(':') + 2);
+    if (line.rfind("flags", 0) == 0 && flags.empty()) flags = line + " ";
+  }
+  auto has = [&](const char* flag) { return flags.find(std::string(" ") + flag + " ") != std::string::npos; };
+  const std::string isa = has("amx_tile")      ? "AVX-512, AMX"
+                          : has("avx512_bf16") ? "AVX-512, AVX512-BF16"
+                          : has("avx512f")     ? "AVX-512, no native bf16"
+                          : has("avx2")        ? "AVX2, no AVX-512"
+                                               : "no AVX2";
+  return model + " (" + isa + ")";
 }
 
 std::string utc_timestamp() {
