@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "acc/dist/subgroups.h"
 #include "error_matchers.h"
 
@@ -68,4 +70,35 @@ TEST(Work, FailureSurfacesAtWaitAndWaitCanTimeOut) {
   EXPECT_FALSE(pending.is_completed());
   EXPECT_ACC_ERROR(pending.wait(std::chrono::milliseconds(20)),
                    {"barrier #0", "has not completed"});
+}
+
+// A backend's runner lets the waiting thread do the work itself (the mpi plugin's shared-memory
+// collectives): wait() calls it once; a runner that declines leaves the wait to the backend.
+TEST(Work, WaitRunsTheRunnerOnceUnlessDoneOrBounded) {
+  acc::dist::Work work("all_reduce #1 on group 'g' (ranks [0, 1])");
+  int runs = 0;
+  work.set_runner([&] {
+    ++runs;
+    work.mark_done();
+  });
+  work.wait();
+  EXPECT_EQ(runs, 1);
+  work.wait();  // done: the runner was dropped with completion
+  EXPECT_EQ(runs, 1);
+
+  acc::dist::Work declined("all_gather #2 on group 'g' (ranks [0, 1])");
+  std::thread backend;
+  declined.set_runner([&] {  // declines: the backend's thread completes the work
+    ++runs;
+    backend = std::thread([&] { declined.mark_done(); });
+  });
+  declined.wait();
+  backend.join();
+  EXPECT_EQ(runs, 2);
+
+  acc::dist::Work bounded("barrier #3 on group 'g' (ranks [0, 1])");
+  bounded.set_runner([&] { ++runs; });
+  EXPECT_ACC_ERROR(bounded.wait(std::chrono::milliseconds(5)), {"barrier #3", "has not completed"});
+  EXPECT_EQ(runs, 2);  // a bounded wait does not run what may take longer than its bound
+  bounded.mark_done();
 }
