@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -60,6 +61,79 @@ void copy_row(const Tensor& rows, int64_t i, int64_t C, float* out) {
 
 }  // namespace
 
+namespace {
+
+// Checks ids [M] against the vocabulary; `where(i)` names position i for the message.
+void check_ids(const int32_t* id, int64_t M, int64_t vocab, const std::function<std::string(int64_t)>& where) {
+  for (int64_t i = 0; i < M; ++i)
+    ACC_CHECK(id[i] >= 0 && id[i] < vocab, "embedding: id ", id[i], " at ", where(i), " is outside [0, ", vocab, ")");
+}
+
+// [M, C] f32: this rank's row where it holds the id, zeros elsewhere; the sum over the ranks of
+// the group is the lookup in the whole table.
+Tensor own_rows(const VocabShard& shard, const int32_t* id, int64_t M, int64_t C) {
+  Tensor pieces = Tensor::empty({M, C});
+  const int64_t rows = shard.weight.size(0);
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, M, 64), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      float* out = pieces.data<float>() + i * C;
+      const int64_t local = id[i] - shard.first;
+      if (local >= 0 && local < rows)
+        copy_row(shard.weight, local, C, out);
+      else
+        std::fill(out, out + C, 0.f);
+    }
+  });
+  return pieces;
+}
+
+// The gradient [rows, C] f32 of this rank's rows from the output gradient `grad` [M, C] f32.
+Tensor own_rows_grad(const VocabShard& shard, const int32_t* id, const Tensor& grad, int64_t C) {
+  const int64_t rows = shard.weight.size(0), M = grad.size(0);
+  Tensor dw = Tensor::zeros({rows, C});
+  // Column blocks in parallel, every row in order within one: deterministic sums.
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, C, 64), [&](const tbb::blocked_range<int64_t>& cols) {
+    for (int64_t i = 0; i < M; ++i) {
+      const int64_t local = id[i] - shard.first;
+      if (local < 0 || local >= rows) continue;
+      const float* g = grad.data<float>() + i * C;
+      float* d = dw.data<float>() + local * C;
+      for (int64_t c = cols.begin(); c < cols.end(); ++c) d[c] += g[c];
+    }
+  });
+  return dw;
+}
+
+Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t.detach() : t.to(DType::f32); }
+
+// Tensor parallelism: the ranks of the group hold the same ids. The pieces are all-reduced, and
+// the output's gradient, the same on every rank too, goes into this rank's rows with no
+// communication; the weight is an autograd input.
+Tensor replicated_rows_embedding(const VocabShard& shard, const Tensor& ids, const Shape& out_shape) {
+  const int64_t C = shard.weight.size(1);
+  auto forward = [shard, ids, C, out_shape](autograd::FunctionContext&, const std::vector<Tensor>&) {
+    ACC_PROFILE("vocab_parallel_embedding");
+    memory::CategoryScope scope(memory::Category::activations);
+    const int32_t* id = ids.data<int32_t>();
+    check_ids(id, ids.numel(), shard.vocab, [](int64_t i) { return "position " + std::to_string(i); });
+    Tensor out = own_rows(shard, id, ids.numel(), C);
+    shard.group->all_reduce(out);
+    return out.view(out_shape);
+  };
+  auto backward = [shard, ids, C](autograd::FunctionContext&, const Tensor& grad) -> std::vector<Tensor> {
+    ACC_PROFILE("vocab_parallel_embedding.backward");
+    memory::CategoryScope scope(memory::Category::activations);
+    return {own_rows_grad(shard, ids.data<int32_t>(), as_f32(grad).view({ids.numel(), C}), C)};
+  };
+  if (!shard.trainable) {
+    autograd::FunctionContext ctx;
+    return forward(ctx, {});
+  }
+  return autograd::apply_function("VocabParallelEmbedding", {shard.weight}, forward, backward);
+}
+
+}  // namespace
+
 Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids_in) {
   ACC_CHECK(ids_in.dtype() == DType::i32 || ids_in.dtype() == DType::i64,
             "vocabulary-parallel embedding: ids must be i32 or i64, got ", ids_in.describe());
@@ -67,6 +141,7 @@ Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids_in) {
   const int64_t C = shard.weight.size(1);
   Shape out_shape = ids_in.shape();
   out_shape.push_back(C);
+  if (shard.replicated_rows) return replicated_rows_embedding(shard, ids, out_shape);
   auto forward = [shard, ids, C, out_shape](autograd::FunctionContext& ctx, const std::vector<Tensor>&) {
     ACC_PROFILE("vocab_parallel_embedding");
     memory::CategoryScope scope(memory::Category::activations);
@@ -74,25 +149,13 @@ Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids_in) {
     const auto counts = rows_per_rank(group, ids.numel());
     const Tensor all_ids = gather_rows(group, ids.view({ids.numel(), 1}), counts, 1);
     const int32_t* id = all_ids.data<int32_t>();
-    const int64_t M = all_ids.numel(), rows = shard.weight.size(0);
-    for (int64_t i = 0, k = 0, end = counts[0]; i < M; ++i) {
-      while (i >= end) end += counts[static_cast<size_t>(++k)];
-      ACC_CHECK(id[i] >= 0 && id[i] < shard.vocab, "embedding: id ", id[i], " at position ",
-                i - (end - counts[static_cast<size_t>(k)]), " of rank ", k, "'s batch is outside [0, ",
-                shard.vocab, ")");
-    }
-    // This rank's rows where it holds the id, zeros elsewhere; the sum over ranks is the lookup.
-    Tensor pieces = Tensor::empty({M, C});
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, M, 64), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t i = r.begin(); i < r.end(); ++i) {
-        float* out = pieces.data<float>() + i * C;
-        const int64_t local = id[i] - shard.first;
-        if (local >= 0 && local < rows)
-          copy_row(shard.weight, local, C, out);
-        else
-          std::fill(out, out + C, 0.f);
-      }
+    const int64_t M = all_ids.numel();
+    check_ids(id, M, shard.vocab, [&](int64_t i) {
+      int64_t k = 0, begin = 0;
+      while (i >= begin + counts[static_cast<size_t>(k)]) begin += counts[static_cast<size_t>(k++)];
+      return "position " + std::to_string(i - begin) + " of rank " + std::to_string(k) + "'s batch";
     });
+    Tensor pieces = own_rows(shard, id, M, C);
     Tensor out = Tensor::empty(out_shape);
     group.reduce_scatter_v(pieces.view({pieces.numel()}), out.view({out.numel()}), times(counts, C));
     ctx.saved = {all_ids, Tensor::from_vector_i64(counts, {group.size()})};
@@ -105,21 +168,9 @@ Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids_in) {
     const Tensor& all_ids = ctx.saved[0];
     const auto* n = ctx.saved[1].data<int64_t>();
     const std::vector<int64_t> counts(n, n + group.size());
-    const Tensor mine = grad.dtype() == DType::f32 ? grad.detach() : grad.to(DType::f32);
+    const Tensor mine = as_f32(grad);
     const Tensor all = gather_rows(group, mine.view({mine.numel() / C, C}), counts, C);
-    const int64_t rows = shard.weight.size(0), M = all.size(0);
-    const int32_t* id = all_ids.data<int32_t>();
-    Tensor dw = Tensor::zeros({rows, C});
-    // Column blocks in parallel, every row in order within one: deterministic sums.
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, C, 64), [&](const tbb::blocked_range<int64_t>& cols) {
-      for (int64_t i = 0; i < M; ++i) {
-        const int64_t local = id[i] - shard.first;
-        if (local < 0 || local >= rows) continue;
-        const float* g = all.data<float>() + i * C;
-        float* d = dw.data<float>() + local * C;
-        for (int64_t c = cols.begin(); c < cols.end(); ++c) d[c] += g[c];
-      }
-    });
+    Tensor dw = own_rows_grad(shard, all_ids.data<int32_t>(), all, C);
     optim::scale_grad(dw, 1.0 / group.size());  // the average over ranks, as FSDP reduces
     shard.deliver(dw);
     return {};

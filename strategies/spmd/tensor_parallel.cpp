@@ -47,18 +47,20 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     const auto [path, local] = owner_and_local(name);
     const nn::Module* owner = modules.at(path);
     const Tensor p = model.parameter(name);
-    const bool linear = owner->type_name() == "Linear";
+    const bool linear = owner->type_name() == "Linear", embedding = owner->type_name() == "Embedding";
     if (linear && local == "weight" && dim <= 1) {
       column[owner] = dim == 0;
-      if (dim == 0 && head.defined() && p.is_same(head)) {
-        vocab_parallel_head_ = true;
-        head_owner_ = lm;
-      }
+    } else if (embedding && local == "weight" && dim == 0) {
+      embeddings_.push_back({modules.at(path), p.size(0)});
     } else if (!(linear && local == "bias")) {  // a bias is checked with its weight below
       ACC_FAIL("SPMD: no rule runs ", owner->type_name(), " '", path, "' with ", name, " ",
                spec.to_string(), " (", p.describe(), ") split over `model`: tensor parallelism ",
-               "splits a Linear's weight on dim 0 (column-parallel) or dim 1 (row-parallel), and "
-               "the causal LM head over the vocabulary");
+               "splits a Linear's weight on dim 0 (column-parallel) or dim 1 (row-parallel), an "
+               "Embedding's over its rows (the vocabulary), and the causal LM head over the vocabulary");
+    }
+    if (dim == 0 && head.defined() && p.is_same(head)) {  // the head's own Linear, or a tied embedding
+      vocab_parallel_head_ = true;
+      head_owner_ = lm;
     }
     // Packed tensors (attention's q, k, v) must split evenly, so every rank holds whole heads
     // of each; a plain dim splits as evenly as it can (split_sizes).
@@ -83,6 +85,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
   if (n == 1) {  // the specs are valid; with one rank along `model` nothing is split
     splits_.clear();
     linears_.clear();
+    embeddings_.clear();
     vocab_parallel_head_ = false;
     head_owner_ = nullptr;
   }
@@ -124,17 +127,29 @@ void TensorParallel::install() {
             return m.has_param("bias") ? ops::add(y, m.param("bias")) : y;
           }));
   }
+  for (const auto& e : embeddings_)
+    // The vocabulary-parallel lookup: this rank's rows where it holds the id, summed over the
+    // group; the output's gradient (the same on every rank) goes into this rank's rows.
+    hooks_.push_back(e.module->add_call_wrapper(
+        [g = group_, vocab = e.vocab, first = first_row(e.vocab)](nn::Module& m, const Tensor& ids, const nn::Module::Inner&) {
+          const Tensor weight = m.param("weight");
+          return fsdp::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
+        }));
   if (vocab_parallel_head_)
     // The loss on the split logits: each rank's vocabulary rows over the (replicated) tokens,
     // every row's softmax completed across the group; no rank holds [tokens, vocab].
-    head_owner_->set_head_loss([g = group_, vocab = head_owner_->vocab_size()](
+    head_owner_->set_head_loss([g = group_, vocab = head_owner_->vocab_size(), first = first_row(head_owner_->vocab_size())](
                                    const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
-      const auto rows = split_sizes(vocab, g->size());
-      int64_t first = 0;
-      for (int r = 0; r < g->rank(); ++r) first += rows[static_cast<size_t>(r)];
       const fsdp::VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
       return fsdp::vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
     });
+}
+
+int64_t TensorParallel::first_row(int64_t extent) const {
+  const auto rows = split_sizes(extent, group_->size());
+  int64_t first = 0;
+  for (int r = 0; r < group_->rank(); ++r) first += rows[static_cast<size_t>(r)];
+  return first;
 }
 
 Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) const {

@@ -5,13 +5,16 @@
 //   [model, *]                            column-parallel             split on the last dim
 //   [*, model]                            row-parallel                partial sums, all-reduced
 //   the causal LM's head weight [model, *]  vocabulary-parallel head  logits split over vocab
+//   an Embedding's weight [model, *]      vocabulary-parallel lookup  whole (all-reduced)
 //
 // A column-parallel Linear keeps its rows (and bias) for this rank's output features, a packed
 // parameter (GPT-2's c_attn: q, k, v) a slice of each packed tensor, so every rank holds whole
 // attention heads. Its input is whole on every rank, so the gradient flowing back into it is
 // a partial sum, all-reduced. A row-parallel Linear takes the split input a column-parallel one
-// produced and adds its whole bias once, after the sum. The head's logits are gathered over the
-// vocabulary for the loss. Any other spec that uses `model` is an error naming the module.
+// produced and adds its whole bias once, after the sum. The head's loss completes each token's
+// softmax over the ranks' vocabulary rows, and an embedding split by rows (GPT-2's is the tied
+// head too) looks up the ids its rows hold and sums the pieces over the group. Any other spec
+// that uses `model` is an error naming the module.
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,9 +64,16 @@ class TensorParallel {
     nn::Module* module;
     bool column;  // else row-parallel
   };
+  struct ParallelEmbedding {
+    nn::Module* module;
+    int64_t vocab;  // rows of the whole table
+  };
+  // The first of this rank's rows when `extent` rows are split over the group.
+  int64_t first_row(int64_t extent) const;
   std::shared_ptr<dist::ProcessGroup> group_;
   std::vector<ModelAxisSplit> splits_;
   std::vector<ParallelLinear> linears_;
+  std::vector<ParallelEmbedding> embeddings_;
   bool vocab_parallel_head_ = false;
   std::vector<autograd::HookHandle> hooks_;
   models::CausalLM* head_owner_ = nullptr;

@@ -44,9 +44,10 @@ TEST(SpmdErrors, NormSplitOverModelNamesTheModule) {
                   {"no rule runs LayerNorm 'transformer.ln_f'", "[model]"});
 }
 
-TEST(SpmdErrors, EmbeddingSplitOverModelNamesTheModule) {
+// An embedding splits over `model` by rows (the vocabulary), not by its width.
+TEST(SpmdErrors, EmbeddingWidthSplitOverModelNamesTheModule) {
   expect_contains(error_with_rules("transformer.wpe.weight: [null, model]\n"),
-                  {"Embedding 'transformer.wpe'", "[null, model]"});
+                  {"Embedding 'transformer.wpe'", "[null, model]", "an Embedding's over its rows"});
 }
 
 TEST(SpmdErrors, ColumnParallelLinearNeedsItsBiasSplit) {
