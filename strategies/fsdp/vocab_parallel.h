@@ -40,13 +40,15 @@ struct VocabShard {
   // loss only): `weight` is an autograd input and gets its gradient the usual way.
   std::function<void(const Tensor&)> deliver;
   // Every rank of the group has the same tokens (tensor parallelism over the vocabulary): no
-  // gathering, the hidden states' partial gradients are all-reduced, and the weight's gradient
-  // is this rank's rows' of the one batch (loss only).
+  // gathering; the embedding's pieces and the loss's partial gradients of the hidden states are
+  // all-reduced, and `weight` is an autograd input whose gradient is this rank's rows' of the
+  // one batch (`deliver` is not used).
   bool replicated_rows = false;
 };
 
 // ids (i32 or i64, any shape [...]) of this rank -> [..., C] f32, as ops::embedding over the
-// whole table. Every rank of the group must call it in the same order.
+// whole table. Every rank of the group must call it in the same order (with replicated rows,
+// with the same ids).
 Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids);
 
 // This rank's mean cross-entropy of logits = hidden [N, C] x weight^T against labels [N]
