@@ -7,6 +7,8 @@
 //   enter_parallel_region     identity (x is whole on every    all-reduce: each rank's
 //                             rank of the group)               gradient is a partial sum
 //   reduce_partial_sums       all-reduce of partial sums       identity
+//   gather_slices             all-gather of the ranks' slices  this rank's slice of the
+//                             along one dim                    gradient, times `scale`
 //
 // Splits over the group are as even as they can be: rank r of n holds split_sizes(extent, n)[r]
 // (the first extent % n ranks one more), so a vocabulary of 50257 splits too.
@@ -20,6 +22,10 @@ namespace acc::spmd {
 
 Tensor enter_parallel_region(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group);
 Tensor reduce_partial_sums(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group);
+// The ranks' slices of a tensor split along `dim` (extents may differ), joined in rank order.
+// `scale` multiplies the gradient's slice: over a data-parallel axis, whose gradients the
+// strategy averages, a loss computed from the whole tensor needs the group's size there.
+Tensor gather_slices(const Tensor& x, int dim, const std::shared_ptr<dist::ProcessGroup>& group, double scale = 1.0);
 
 std::vector<int64_t> split_sizes(int64_t extent, int ranks);
 

@@ -8,12 +8,20 @@ namespace acc::spmd {
 
 SpmdModel::SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
                      std::unique_ptr<TensorParallel> tensor_parallel,
-                     std::set<std::string> whole_over_fsdp, std::shared_ptr<Mesh> mesh)
+                     std::set<std::string> whole_over_fsdp, std::shared_ptr<Mesh> mesh,
+                     OutputSharding output_sharding)
     : ShardedModel("SPMD(" + mesh->describe() + ")", std::move(module)),
       engine_(std::move(engine)),
       tensor_parallel_(std::move(tensor_parallel)),
       whole_over_fsdp_(std::move(whole_over_fsdp)),
-      mesh_(std::move(mesh)) {}
+      mesh_(std::move(mesh)),
+      output_sharding_(std::move(output_sharding)) {}
+
+models::ModelOutput SpmdModel::forward(const data::Batch& batch) {
+  models::ModelOutput out = engine_->forward(batch);
+  if (out.logits.defined()) out.logits = output_sharding_.apply(out.logits);
+  return out;
+}
 
 double SpmdModel::clip_grad_norm(double max_norm) {
   ACC_CHECK(max_norm > 0, type_name(), ": clip_grad_norm needs max_norm > 0, got ", max_norm);

@@ -9,6 +9,7 @@
 
 #include "acc/spmd/mesh.h"
 #include "fsdp/fsdp_model.h"
+#include "output_sharding.h"
 #include "tensor_parallel.h"
 
 namespace acc::spmd {
@@ -18,9 +19,10 @@ class SpmdModel final : public ShardedModel {
   // `whole_over_fsdp`: the parameters every fsdp rank holds whole (their specs do not use fsdp).
   SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
             std::unique_ptr<TensorParallel> tensor_parallel, std::set<std::string> whole_over_fsdp,
-            std::shared_ptr<Mesh> mesh);
+            std::shared_ptr<Mesh> mesh, OutputSharding output_sharding);
 
-  models::ModelOutput forward(const data::Batch& batch) override { return engine_->forward(batch); }
+  // The engine's forward; returned logits as the output sharding asks (output_sharding.h).
+  models::ModelOutput forward(const data::Batch& batch) override;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const override {
     return engine_->named_parameters();
   }
@@ -45,6 +47,7 @@ class SpmdModel final : public ShardedModel {
   std::unique_ptr<TensorParallel> tensor_parallel_;
   std::set<std::string> whole_over_fsdp_;
   std::shared_ptr<Mesh> mesh_;
+  OutputSharding output_sharding_;
   std::optional<Scope> no_sync_, summoned_;
 };
 

@@ -93,7 +93,10 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
 
 TensorParallel::~TensorParallel() {
   for (auto& h : hooks_) h.remove();
-  if (head_owner_) head_owner_->set_head_loss(nullptr);
+  if (head_owner_) {
+    head_owner_->set_head_loss(nullptr);
+    head_owner_->set_head_logits(nullptr);
+  }
 }
 
 const ModelAxisSplit* TensorParallel::split_of(const std::string& name) const {
@@ -135,6 +138,10 @@ void TensorParallel::install() {
           const Tensor weight = m.param("weight");
           return fsdp::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
         }));
+  if (vocab_parallel_head_)  // this rank's vocabulary columns; the hidden states' gradient summed
+    head_owner_->set_head_logits([g = group_](const Tensor& hidden, const Tensor& weight) {
+      return ops::linear(enter_parallel_region(hidden, g), weight);
+    });
   if (vocab_parallel_head_)
     // The loss on the split logits: each rank's vocabulary rows over the (replicated) tokens,
     // every row's softmax completed across the group; no rank holds [tokens, vocab].

@@ -45,6 +45,8 @@ class TensorParallel {
   TensorParallel& operator=(const TensorParallel&) = delete;
 
   bool active() const { return !splits_.empty(); }
+  // The causal LM head is split over the vocabulary: its logits are too.
+  bool splits_vocabulary() const { return vocab_parallel_head_; }
   const std::vector<ModelAxisSplit>& splits() const { return splits_; }
   const ModelAxisSplit* split_of(const std::string& name) const;
   // True for a column-parallel Linear: its output is split on the last dim over `model`.

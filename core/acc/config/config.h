@@ -14,18 +14,30 @@
 
 namespace acc {
 
+class Tensor;
 namespace nn {
 class Module;
 }
+namespace spmd {
+struct PartitionSpec;
+}
 
-// A wrap policy written in C++ (PyTorch's callable auto_wrap_policy): true makes `module`, whose
-// qualified name is `name`, an FSDP unit. It has no YAML form; two configs compare equal when
-// both have one or neither has.
-struct WrapCallable {
-  std::function<bool(const nn::Module& module, const std::string& name)> fn;
+// A setting written in C++. It has no YAML form; two configs compare equal when both have one
+// or neither has.
+template <class Signature>
+struct ConfigCallable {
+  std::function<Signature> fn;
   explicit operator bool() const { return static_cast<bool>(fn); }
-  bool operator==(const WrapCallable& other) const { return bool(*this) == bool(other); }
+  bool operator==(const ConfigCallable& other) const { return bool(*this) == bool(other); }
 };
+
+// A wrap policy (PyTorch's callable auto_wrap_policy): true makes `module`, whose qualified name
+// is `name`, an FSDP unit.
+using WrapCallable = ConfigCallable<bool(const nn::Module& module, const std::string& name)>;
+
+// FSDPv2's shard_output: the partition spec a model's output (a causal LM's logits [B, T, V])
+// should have when forward returns it (spmd/partition_spec.h; docs/spmd.md says which).
+using OutputShardingCallable = ConfigCallable<spmd::PartitionSpec(const Tensor& output)>;
 
 // FSDP's sharding strategies, numbered as in Hugging Face accelerate (1-5). AUTO is acc's: the
 // least-communicating strategy whose memory estimate fits fsdp_memory_limit, which
@@ -107,6 +119,8 @@ struct SpmdConfig {
   std::vector<int> mesh_shape;           // e.g. {2, 2}
   std::vector<std::string> axis_names;   // e.g. {"fsdp", "model"}
   std::string sharding_rules;            // a rules file, e.g. configs/sharding/llama-fsdp.yaml
+  // Unset: FSDPv2's default, the output's batch split over fsdp and every other dim whole.
+  OutputShardingCallable shard_output;
 
   bool operator==(const SpmdConfig&) const = default;
 };

@@ -24,7 +24,7 @@ ModelOutput CausalLM::forward(const data::Batch& batch) {
   Tensor hidden = hidden_states(ids);
   const bool training = autograd::GradMode::is_enabled();
   if (!batch.contains("labels") || !training || return_logits_)
-    out.logits = ops::linear(hidden, head_weight());
+    out.logits = project(hidden);
   if (!batch.contains("labels")) return out;
   const Tensor& labels = batch["labels"];
   ACC_CHECK(labels.shape() == ids.shape(), type_name(), ": labels ", labels.describe(),
@@ -40,8 +40,10 @@ ModelOutput CausalLM::forward(const data::Batch& batch) {
   return out;
 }
 
-Tensor CausalLM::logits(const Tensor& input_ids) {
-  return ops::linear(hidden_states(input_ids), head_weight());
+Tensor CausalLM::logits(const Tensor& input_ids) { return project(hidden_states(input_ids)); }
+
+Tensor CausalLM::project(const Tensor& hidden) {
+  return head_logits_ ? head_logits_(hidden, head_weight()) : ops::linear(hidden, head_weight());
 }
 
 void CausalLM::check_input_ids(const Tensor& ids) const {

@@ -87,14 +87,22 @@ class CausalLM : public Model {
   // model's own loss.
   using HeadLoss = std::function<Tensor(const Tensor& hidden, const Tensor& weight, const Tensor& labels)>;
   void set_head_loss(HeadLoss loss) { head_loss_ = std::move(loss); }
+  // The logits from the hidden states [..., C] and the head's weight, for such a strategy (each
+  // rank's logits a slice of the vocabulary, the hidden states' gradient summed over the
+  // slices). Unset: hidden x weight^T.
+  using HeadLogits = std::function<Tensor(const Tensor& hidden, const Tensor& weight)>;
+  void set_head_logits(HeadLogits logits) { head_logits_ = std::move(logits); }
 
  protected:
   // Throws naming the model unless ids is an integer [B, T] with 1 <= T <= max_seq_len().
   void check_input_ids(const Tensor& ids) const;
 
  private:
+  Tensor project(const Tensor& hidden);  // the logits, through head_logits_ when set
+
   bool return_logits_ = false;
   HeadLoss head_loss_;
+  HeadLogits head_logits_;
 };
 
 }  // namespace acc::models
