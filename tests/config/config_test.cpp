@@ -168,7 +168,7 @@ TEST(Config, ValidateAcceptsDefaultsAndAWellFormedSpmdConfig) {
   EXPECT_NO_THROW(Config{}.validate());
   Config spmd;
   spmd.dist.distributed_type = DistributedType::SPMD;
-  spmd.dist.spmd = {{2, 2}, {"fsdp", "model"}, ""};
+  spmd.dist.spmd = {{2, 2}, {"fsdp", "model"}, "", {}};
   EXPECT_NO_THROW(spmd.validate());
 }
 
@@ -204,7 +204,7 @@ TEST(Config, ValidateSpmdMesh) {
   auto spmd = [](std::vector<int> shape, std::vector<std::string> names) {
     Config c;
     c.dist.distributed_type = DistributedType::SPMD;
-    c.dist.spmd = {std::move(shape), std::move(names), ""};
+    c.dist.spmd = {std::move(shape), std::move(names), "", {}};
     return c;
   };
   EXPECT_ACC_ERROR(spmd({}, {}).validate(), {"spmd_config.mesh_shape:", "needs a mesh shape"});

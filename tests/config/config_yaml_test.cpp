@@ -277,7 +277,7 @@ Config everything_set() {
   f.activation_checkpointing = false;
   f.activation_checkpointing_cls = {"GPT2MLP", "GPT2Attention"};
   f.ignored_modules = {"transformer.wpe", "lm_head"};
-  c.dist.spmd = {{2, 4}, {"data", "model"}, "rules.yaml"};
+  c.dist.spmd = {{2, 4}, {"data", "model"}, "rules.yaml", {}};
   return c;
 }
 
