@@ -56,10 +56,20 @@ std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
 }
 
 std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
-  ACC_CHECK(!tensor_parallel_->active(), type_name(), ": per-rank pieces (sharded checkpoints) "
-            "are not available with tensor parallelism yet: a slice over `model` is not a flat "
-            "range of its parameter. Save a full checkpoint (fsdp_state_dict_type: FULL_STATE_DICT).");
-  return engine_->parameter_pieces();
+  auto pieces = engine_->parameter_pieces();
+  for (auto& piece : pieces)
+    if (const auto* split = tensor_parallel_->split_of(piece.name)) {
+      piece.shape = split->full_shape;
+      piece.slice = tensor_parallel_->slice_held(*split);
+    }
+  return pieces;
+}
+
+std::vector<std::pair<std::string, Shape>> SpmdModel::whole_parameter_shapes() const {
+  auto shapes = ShardedModel::whole_parameter_shapes();
+  for (auto& [name, shape] : shapes)
+    if (const auto* split = tensor_parallel_->split_of(name)) shape = split->full_shape;
+  return shapes;
 }
 
 void SpmdModel::set_gradient_sync(bool on) {

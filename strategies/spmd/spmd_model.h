@@ -34,9 +34,10 @@ class SpmdModel final : public ShardedModel {
   double clip_grad_norm(double max_norm) override;
   // The engine's whole parameters, their `model` slices joined (a collective over the mesh).
   std::vector<std::pair<std::string, Tensor>> full_parameters() override;
-  // The engine's pieces while nothing is split over `model`; with tensor parallelism a piece
-  // is not a flat range of its parameter, so this is an error that says so.
+  // The engine's pieces; a parameter split over `model` gives pieces of this rank's slice.
   std::vector<ParameterPiece> parameter_pieces() const override;
+  // The shapes before the `model` axis split them.
+  std::vector<std::pair<std::string, Shape>> whole_parameter_shapes() const override;
 
  private:
   void set_gradient_sync(bool on) override;

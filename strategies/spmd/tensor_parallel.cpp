@@ -179,6 +179,16 @@ Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) 
   return join_slices(slices, split);
 }
 
+ShardedModel::DimSlice TensorParallel::slice_held(const ModelAxisSplit& split) const {
+  const int64_t section = split.full_shape[static_cast<size_t>(split.dim)] / split.sections;
+  const int64_t first = first_row(section);
+  const int64_t rows = split_sizes(section, group_->size())[static_cast<size_t>(group_->rank())];
+  ShardedModel::DimSlice slice{split.dim, {}};
+  for (int64_t s = 0; s < split.sections; ++s)
+    slice.blocks.emplace_back(s * section + first, s * section + first + rows);
+  return slice;
+}
+
 Tensor take_slice(const Tensor& full, const ModelAxisSplit& split, int rank, int size) {
   autograd::NoGradGuard no_grad;
   const auto extents = split_sizes(full.size(split.dim) / split.sections, size);

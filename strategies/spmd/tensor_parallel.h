@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "acc/accelerate/sharded_model.h"
 #include "acc/autograd/hooks.h"
 #include "acc/dist/process_group.h"
 #include "acc/models/model.h"
@@ -60,6 +61,8 @@ class TensorParallel {
   void install();
   // The whole parameter from every rank's slice: a collective over the group.
   Tensor gather(const ModelAxisSplit& split, const Tensor& slice) const;
+  // Which indices of the whole parameter this rank's slice holds (take_slice's for this rank).
+  ShardedModel::DimSlice slice_held(const ModelAxisSplit& split) const;
 
  private:
   struct ParallelLinear {

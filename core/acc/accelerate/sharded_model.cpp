@@ -31,4 +31,10 @@ std::vector<ShardedModel::ParameterPiece> ShardedModel::parameter_pieces() const
   return out;
 }
 
+std::vector<std::pair<std::string, Shape>> ShardedModel::whole_parameter_shapes() const {
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const auto& [name, p] : module_->named_parameters()) out.emplace_back(name, p.shape());
+  return out;
+}
+
 }  // namespace acc

@@ -5,6 +5,7 @@
 // parameters, under their original (Hugging Face) names. Strategies subclass it.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,19 +34,31 @@ class ShardedModel : public models::Model {
   // Scales every rank's gradients so the norm over the whole model is at most max_norm;
   // returns the norm before clipping. A collective.
   virtual double clip_grad_norm(double max_norm) = 0;
+  // The part of a parameter a rank's tensor holds when a strategy splits it along one
+  // dimension (tensor parallelism): the concatenation, along `dim`, of the whole parameter's
+  // index ranges `blocks` ([begin, end) each, in order). Several blocks: packed tensors (GPT-2's
+  // c_attn holds q, k and v) each split.
+  struct DimSlice {
+    int dim = 0;
+    std::vector<std::pair<int64_t, int64_t>> blocks;
+  };
   // This rank's part of one original parameter: elements [begin, begin + master.numel()) of
-  // the flattened parameter `name`, whose whole shape is `shape`. What checkpoints save per
-  // rank and fill on load.
+  // the flattened parameter `name` (whole shape `shape`), or, with a `slice`, of that slice
+  // flattened. What checkpoints save per rank and fill on load.
   struct ParameterPiece {
     std::string name;
     Shape shape;
     int64_t begin = 0;
     Tensor master;   // f32, contiguous: what the optimizer updates
     Tensor compute;  // the compute-dtype copy the optimizer writes with it, or undefined
+    std::optional<DimSlice> slice = std::nullopt;
   };
   // Every piece this rank holds, frozen parameters included. The default suits strategies
   // whose named_parameters() are whole parameters.
   virtual std::vector<ParameterPiece> parameter_pieces() const;
+  // Every original parameter's name and whole shape (a strategy that replaces parameters by
+  // slices reports the shapes before slicing). The default: the wrapped model's.
+  virtual std::vector<std::pair<std::string, Shape>> whole_parameter_shapes() const;
   // The whole model as f32 tensors under the original names and shapes, on every rank
   // (a collective; for checks and full checkpoints of models that fit one rank).
   virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;

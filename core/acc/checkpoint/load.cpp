@@ -18,10 +18,10 @@ namespace acc::checkpoint {
 
 namespace {
 
-// The checkpoint's parameters must be the model's: same names, same shapes.
-void check_same_model(const Manifest& manifest, const models::Model& model) {
+// The checkpoint's parameters must be the model's: same names, same whole shapes.
+void check_same_model(const Manifest& manifest, const ShardedModel& sharded) {
   std::map<std::string, Shape> params;
-  for (const auto& [name, p] : model.named_parameters()) params[name] = p.shape();
+  for (const auto& [name, shape] : sharded.whole_parameter_shapes()) params[name] = shape;
   models::LoadProblems problems;
   for (const auto& [key, rec] : manifest.tensors) {
     if (is_optimizer_key(key)) continue;
@@ -35,34 +35,45 @@ void check_same_model(const Manifest& manifest, const models::Model& model) {
   for (const auto& [name, shape] : params)
     if (!manifest.tensors.count(name)) problems.missing.push_back(name);
   ACC_CHECK(problems.empty(), "the checkpoint holds a ", manifest.model, " that differs from this ",
-            model.type_name(), problems.describe("the checkpoint"));
+            sharded.module().type_name(), problems.describe("the checkpoint"));
 }
 
 // One destination range and the piece parts that fill it.
 struct Read {
   const PieceRecord* piece;
-  int64_t from = 0, count = 0;  // elements of the tensor, inside the piece
-  int64_t at = 0;               // offset into the destination
+  int64_t entry_at = 0, count = 0;  // elements of the piece's entry
+  int64_t at = 0;                   // offset into the destination
 };
 struct Target {
   Tensor dst;  // f32, contiguous; bound once loading is certain for optimizer state
   std::vector<Read> reads;
 };
 
-Target plan_target(const Manifest& manifest, const std::string& key, int64_t begin, int64_t count) {
+// Reads filling this rank's piece of `key` (`piece` names its range and slice) from whatever
+// pieces the checkpoint holds, sliced or not.
+Target plan_target(const Manifest& manifest, const std::string& key,
+                   const ShardedModel::ParameterPiece& piece) {
   const TensorRecord& rec = manifest.tensors.at(key);
-  const int64_t end = begin + count;
+  const auto sources = source_runs(rec);
+  const int64_t count = piece.master.numel();
   Target t;
   int64_t covered = 0;
-  for (const auto& p : rec.pieces) {
-    const int64_t lo = std::max(begin, p.begin), hi = std::min(end, p.begin + p.count);
-    if (lo >= hi) continue;
-    t.reads.push_back({&p, lo, hi - lo, lo - begin});
-    covered += hi - lo;
+  for (const Run& want : whole_runs(rec.shape, piece.slice, piece.begin, count)) {
+    const int64_t end = want.whole_begin + want.count;
+    // The first source run ending after want.whole_begin; runs never overlap (one writer each).
+    auto it = std::upper_bound(sources.begin(), sources.end(), want.whole_begin,
+                               [](int64_t at, const SourceRun& s) { return at < s.whole_begin + s.count; });
+    for (; it != sources.end() && it->whole_begin < end; ++it) {
+      const int64_t lo = std::max(want.whole_begin, it->whole_begin);
+      const int64_t hi = std::min(end, it->whole_begin + it->count);
+      t.reads.push_back({it->piece, it->entry_at + (lo - it->whole_begin), hi - lo,
+                         want.offset + (lo - want.whole_begin)});
+      covered += hi - lo;
+    }
   }
-  // Pieces of one tensor never overlap (one writer per range), so the sum tells coverage.
-  ACC_CHECK(covered == count, key, ": elements [", begin, ", ", end, ") are in none of the "
-            "checkpoint's files (", covered, " of ", count, " found): a shard is missing");
+  ACC_CHECK(covered == count, key, ": elements [", piece.begin, ", ", piece.begin + count, ") of ",
+            piece.slice ? "this rank's slice" : "the tensor", " are in none of the checkpoint's "
+            "files (", covered, " of ", count, " found): a shard is missing");
   return t;
 }
 
@@ -90,7 +101,7 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
   Plan plan;
   const auto pieces = state.model->parameter_pieces();
   for (const auto& piece : pieces) {
-    Target t = plan_target(manifest, piece.name, piece.begin, piece.master.numel());
+    Target t = plan_target(manifest, piece.name, piece);
     t.dst = piece.master;
     plan.params.push_back(std::move(t));
     if (piece.compute.defined()) plan.compute_copies.emplace_back(piece.compute, piece.master);
@@ -110,7 +121,7 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
       const auto it = manifest.tensors.find(key);
       if (it == manifest.tensors.end()) break;  // not stepped before the save
       fill.step = it->second.step.value_or(manifest.optimizer_steps);
-      fill.tensors.push_back(plan_target(manifest, key, pieces[i].begin, pieces[i].master.numel()));
+      fill.tensors.push_back(plan_target(manifest, key, pieces[i]));
     }
     if (fill.tensors.size() != opt->state_names().size()) fill = {*slots[i], std::nullopt, {}};
     plan.states.push_back(std::move(fill));
@@ -132,7 +143,7 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   std::optional<PieceReader> files;
   try {
     manifest = read_manifest(dir);
-    check_same_model(manifest, state.model->module());
+    check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state);
     files.emplace(dir, manifest);
     plan.for_each_target([&](Target& t) {
@@ -152,7 +163,7 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     }
     plan.for_each_target([&](Target& t) {
       for (const auto& r : t.reads)
-        files->read(*r.piece, r.from, r.count, t.dst.data<float>() + r.at);
+        files->read(*r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at);
     });
     for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
     if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);

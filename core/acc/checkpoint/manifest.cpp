@@ -93,10 +93,55 @@ Object::Ptr tensor_json(const TensorRecord& t) {
     j->set("count", p.count);
     j->set("crc32", static_cast<Poco::Int64>(p.crc32));
     if (p.transposed) j->set("transposed", true);
+    if (p.slice) {
+      Object::Ptr slice = new Object(Poco::JSON_PRESERVE_KEY_ORDER);
+      slice->set("dim", p.slice->dim);
+      Array::Ptr blocks = new Array;
+      for (const auto& [b, e] : p.slice->blocks) {
+        Array::Ptr block = new Array;
+        block->add(b);
+        block->add(e);
+        blocks->add(block);
+      }
+      slice->set("blocks", blocks);
+      j->set("slice", slice);
+    }
     pieces->add(j);
   }
   o->set("pieces", pieces);
   return o;
+}
+
+// A piece's slice: a dim of the tensor and ascending, disjoint [begin, end) ranges inside it.
+ShardedModel::DimSlice parse_slice(const Reader& r, const Shape& shape) {
+  ShardedModel::DimSlice slice;
+  slice.dim = static_cast<int>(r.num("dim"));
+  ACC_CHECK(static_cast<size_t>(slice.dim) < shape.size(), r.where(), ".dim is ", slice.dim,
+            ", the tensor has ", shape.size(), " dimensions");
+  const int64_t extent = shape[static_cast<size_t>(slice.dim)];
+  const auto blocks = r.array("blocks");
+  int64_t last = 0;
+  for (unsigned i = 0; i < blocks->size(); ++i) {
+    const auto block = blocks->getArray(i);
+    ACC_CHECK(block && block->size() == 2 && block->get(0).isInteger() && block->get(1).isInteger(),
+              r.where(), ".blocks[", i, "] must be [begin, end]");
+    const int64_t b = block->get(0).convert<Poco::Int64>(), e = block->get(1).convert<Poco::Int64>();
+    ACC_CHECK(last <= b && b <= e && e <= extent, r.where(), ".blocks[", i, "] is [", b, ", ", e,
+              "]: blocks must be ascending, disjoint and inside [0, ", extent, "]");
+    slice.blocks.emplace_back(b, e);
+    last = e;
+  }
+  return slice;
+}
+
+// Elements of the tensor, or of the slice of it.
+int64_t held_elements(const Shape& shape, const std::optional<ShardedModel::DimSlice>& slice) {
+  if (!slice) return shape_numel(shape);
+  Shape held = shape;
+  int64_t& extent = held[static_cast<size_t>(slice->dim)];
+  extent = 0;
+  for (const auto& [b, e] : slice->blocks) extent += e - b;
+  return shape_numel(held);
 }
 
 TensorRecord parse_tensor(const Reader& r) {
@@ -118,6 +163,11 @@ TensorRecord parse_tensor(const Reader& r) {
     PieceRecord rec{p.str("file"), p.str("entry"), p.num("begin"), p.num("count", 1),
                     static_cast<uint32_t>(p.num("crc32")), false};
     if (p.has("transposed")) rec.transposed = p.get("transposed").convert<bool>();
+    if (p.has("slice")) rec.slice = parse_slice(p.object("slice"), t.shape);
+    const int64_t holds = held_elements(t.shape, rec.slice);
+    ACC_CHECK(rec.begin + rec.count <= holds, p.where(), ": elements [", rec.begin, ", ",
+              rec.begin + rec.count, ") do not fit in the ", holds, " elements of ",
+              rec.slice ? "its slice" : "the tensor");
     t.pieces.push_back(std::move(rec));
   }
   return t;
@@ -134,7 +184,10 @@ bool is_optimizer_key(const std::string& key) { return key.rfind("optimizer.", 0
 std::string Manifest::to_json() const {
   Object root(Poco::JSON_PRESERVE_KEY_ORDER);
   root.set("format", kFormatName);
-  root.set("version", version);
+  bool sliced = false;
+  for (const auto& [name, rec] : tensors)
+    for (const auto& p : rec.pieces) sliced = sliced || p.slice.has_value();
+  root.set("version", sliced ? 2 : 1);
   root.set("model", model);
   root.set("strategy", strategy);
   root.set("state_dict_type", state_dict_type);

@@ -13,18 +13,22 @@
 
 namespace acc::checkpoint {
 
-inline constexpr int kFormatVersion = 1;
+// Version 2 added pieces that are slices (`slice`); a checkpoint without any is written as
+// version 1, which older readers take.
+inline constexpr int kFormatVersion = 2;
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kFullModelFile = "model.safetensors";
 
 struct PieceRecord {
   std::string file;   // in the checkpoint directory
   std::string entry;  // the safetensors entry holding it
-  int64_t begin = 0;  // first element of the flattened tensor
+  int64_t begin = 0;  // first element of the flattened tensor, or of the flattened slice
   int64_t count = 0;
   uint32_t crc32 = 0;  // of the entry's bytes
   // The entry is the whole tensor stored transposed (Hugging Face's Conv1D layout, [in, out]).
   bool transposed = false;
+  // The piece is a range of this slice of the tensor (a tensor-parallel rank's part).
+  std::optional<ShardedModel::DimSlice> slice = std::nullopt;
 };
 
 struct TensorRecord {
@@ -37,7 +41,7 @@ struct TensorRecord {
 };
 
 struct Manifest {
-  int version = kFormatVersion;
+  int version = 1;  // as read; to_json() writes the lowest version that holds what it writes
   std::string model;            // the model's type name
   std::string strategy;         // what saved it, for messages
   std::string state_dict_type;  // SHARDED_STATE_DICT or FULL_STATE_DICT

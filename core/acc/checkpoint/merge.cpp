@@ -28,10 +28,10 @@ void merge_weights(const std::filesystem::path& named, const std::filesystem::pa
   for (const auto& [key, rec] : params) {
     Tensor whole = Tensor::empty(rec->shape);
     int64_t covered = 0;
-    for (const auto& piece : rec->pieces) {
-      pieces.verify(piece);
-      pieces.read(piece, piece.begin, piece.count, whole.data<float>() + piece.begin);
-      covered += piece.count;
+    for (const auto& piece : rec->pieces) pieces.verify(piece);
+    for (const SourceRun& run : source_runs(*rec)) {
+      pieces.read(*run.piece, run.entry_at, run.count, whole.data<float>() + run.whole_begin);
+      covered += run.count;
     }
     ACC_CHECK(covered == whole.numel(), "merge_weights: ", key, " has ", covered, " of its ",
               whole.numel(), " elements in the checkpoint: a shard is missing");

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "acc/checkpoint/layout.h"
 #include "acc/ops/ops.h"
 #include "acc/util/error.h"
 
@@ -54,15 +55,29 @@ void PieceReader::verify(const PieceRecord& piece) {
             "(the file was altered or damaged)");
 }
 
-void PieceReader::read(const PieceRecord& piece, int64_t from, int64_t count, float* dst) {
+std::vector<SourceRun> source_runs(const TensorRecord& rec) {
+  std::vector<SourceRun> out;
+  for (const auto& piece : rec.pieces)
+    for (const Run& run : whole_runs(rec.shape, piece.slice, piece.begin, piece.count))
+      out.push_back({&piece, run.whole_begin, run.count, run.offset});
+  std::sort(out.begin(), out.end(),
+            [](const SourceRun& a, const SourceRun& b) { return a.whole_begin < b.whole_begin; });
+  return out;
+}
+
+void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst) {
   const auto& r = reader(piece.file);
   if (!piece.transposed) {
-    r.read_range_into(piece.entry, from - piece.begin, from - piece.begin + count, dst);
+    r.read_range_into(piece.entry, entry_at, entry_at + count, dst);
     return;
   }
-  // Stored [in, out] (Hugging Face's Conv1D): the whole tensor, turned back.
-  const Tensor whole = ops::transpose(r.read(piece.entry));
-  std::copy_n(whole.data<float>() + from, count, dst);
+  // Stored [in, out] (Hugging Face's Conv1D): the whole tensor, turned back once for all the
+  // runs a sliced destination reads of it.
+  if (turned_piece_ != &piece) {
+    turned_ = ops::transpose(r.read(piece.entry));
+    turned_piece_ = &piece;
+  }
+  std::copy_n(turned_.data<float>() + entry_at, count, dst);
 }
 
 }  // namespace acc::checkpoint

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "acc/checkpoint/manifest.h"
 #include "acc/io/safetensors.h"
@@ -15,6 +16,15 @@ namespace acc::checkpoint {
 // manifest.json of `dir`, parsed; an unfinished save (no manifest) is an error saying so.
 Manifest read_manifest(const std::filesystem::path& dir);
 
+// Elements [whole_begin, whole_begin + count) of a tensor, held contiguously by `piece`'s entry
+// from its element `entry_at` on (in the tensor's own layout for a transposed entry).
+struct SourceRun {
+  const PieceRecord* piece = nullptr;
+  int64_t whole_begin = 0, count = 0, entry_at = 0;
+};
+// The runs of all of a tensor's pieces, ordered by whole_begin.
+std::vector<SourceRun> source_runs(const TensorRecord& rec);
+
 class PieceReader {
  public:
   PieceReader(std::filesystem::path dir, const Manifest& manifest)
@@ -22,9 +32,9 @@ class PieceReader {
 
   // Reads the piece's entry once, in chunks (at most 16 MB held), and compares its checksum.
   void verify(const PieceRecord& piece);
-  // Elements [from, from + count) of the tensor, which must lie inside the piece, to dst (f32,
-  // the tensor's own layout).
-  void read(const PieceRecord& piece, int64_t from, int64_t count, float* dst);
+  // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
+  // layout: a transposed entry is turned back, and kept for the next read of the same entry).
+  void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst);
 
  private:
   const io::SafetensorsReader& reader(const std::string& file);
@@ -33,6 +43,8 @@ class PieceReader {
   const Manifest& manifest_;
   std::map<std::string, io::SafetensorsReader> readers_;
   std::set<std::string> verified_;
+  const PieceRecord* turned_piece_ = nullptr;
+  Tensor turned_;  // turned_piece_'s entry, transposed back
 };
 
 }  // namespace acc::checkpoint

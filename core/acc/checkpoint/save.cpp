@@ -57,7 +57,10 @@ std::string shard_file_name(int rank, int world) {
 std::vector<bool> owned_pieces(const std::vector<ShardedModel::ParameterPiece>& pieces) {
   auto& group = world();
   auto key_of = [](const ShardedModel::ParameterPiece& p) {  // the same piece has the same key
-    return p.name + '\t' + std::to_string(p.begin) + '\t' + std::to_string(p.master.numel());
+    std::string key = p.name + '\t' + std::to_string(p.begin) + '\t' + std::to_string(p.master.numel());
+    if (p.slice)
+      for (const auto& [b, e] : p.slice->blocks) key += '\t' + std::to_string(b) + ':' + std::to_string(e);
+    return key;
   };
   std::ostringstream mine;
   for (const auto& p : pieces) mine << key_of(p) << '\n';
@@ -118,7 +121,8 @@ Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState&
     TensorRecord& rec = part.tensors[item.key];
     rec.shape = piece.shape;
     rec.step = item.step;
-    rec.pieces.push_back({file, item.key, piece.begin, item.data.numel(), writer.crc32(item.key)});
+    rec.pieces.push_back({file, item.key, piece.begin, item.data.numel(), writer.crc32(item.key),
+                          false, piece.slice});
   }
   return part;
 }
@@ -147,9 +151,9 @@ Manifest write_full_model(const std::filesystem::path& tmp, ShardedModel& model)
   std::map<std::string, Shape> shapes;
   if (writes) {
     std::vector<io::SafetensorsEntry> entries;
-    for (const auto& [name, p] : inner.named_parameters()) {
-      shapes[name] = p.shape();
-      entries.push_back({name, DType::f32, file_layout_shape(inner, name, p.shape())});
+    for (const auto& [name, shape] : model.whole_parameter_shapes()) {
+      shapes[name] = shape;
+      entries.push_back({name, DType::f32, file_layout_shape(inner, name, shape)});
     }
     writer.emplace(tmp / kFullModelFile, std::move(entries), io::SafetensorsMetadata{{"format", "pt"}});
   }

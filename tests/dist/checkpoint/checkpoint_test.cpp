@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "../fsdp/fsdp_fixtures.h"
+#include "../spmd/spmd_fixtures.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/models/checkpoint.h"
 #include "support/test_support.h"
@@ -24,18 +25,15 @@ class Resume : public ::testing::TestWithParam<Case> {};
 // Resuming changes no arithmetic: same world, same strategy, same reductions. So the losses
 // and parameters must be identical, not merely close; bf16 too, since the bf16 copies are
 // recomputed from the f32 masters exactly as the optimizer writes them.
-TEST_P(Resume, ContinuesBitForBit) {
-  const auto& [strategy, bf16, full] = GetParam();
-  Config config = strategy_config(strategy, "gpt2", bf16);
-  if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+void expect_resume_bit_for_bit(const std::string& kind, const Config& config) {
   SharedTempDir tmp;
   const auto dir = tmp.path() / "step";
 
-  Trainer straight("gpt2", config);
+  Trainer straight(kind, config);
   const auto all = straight.train(2 * kK, [&](int64_t step) {
     if (step == kK) straight.save(dir);
   });
-  Trainer resumed("gpt2", config, /*seed=*/99);  // another init: the load must replace it all
+  Trainer resumed(kind, config, /*seed=*/99);  // another init: the load must replace it all
   resumed.load(dir);
   EXPECT_EQ(resumed.position().step, kK);
   const auto rest = resumed.train(kK);
@@ -44,6 +42,35 @@ TEST_P(Resume, ContinuesBitForBit) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second, b[i].second) << a[i].first;
 }
+
+TEST_P(Resume, ContinuesBitForBit) {
+  const auto& [strategy, bf16, full] = GetParam();
+  Config config = strategy_config(strategy, "gpt2", bf16);
+  if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+  expect_resume_bit_for_bit("gpt2", config);
+}
+
+// SPMD with tensor parallelism (the fsdp-tp rules on (1, 1), (1, 2) or (2, 2)): each rank saves
+// the pieces of its slices over `model`; GPT-2 splits its packed q, k, v per section, Llama has
+// an untied head. Sharded and FULL_STATE_DICT, f32 and bf16.
+using TpCase = std::tuple<std::string, bool, bool>;  // family, bf16, FULL_STATE_DICT
+class ResumeTensorParallel : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(ResumeTensorParallel, ContinuesBitForBit) {
+  const auto& [kind, bf16, full] = GetParam();
+  Config config = fsdp_tp_config(kind, bf16);
+  if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+  expect_resume_bit_for_bit(kind, config);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spmd, ResumeTensorParallel,
+    ::testing::Values(TpCase{"gpt2", false, false}, TpCase{"llama", false, false},
+                      TpCase{"gpt2", true, false}, TpCase{"llama", false, true}),
+    [](const auto& info) {
+      return std::get<0>(info.param) + (std::get<1>(info.param) ? "_bf16" : "_f32") +
+             (std::get<2>(info.param) ? "_full" : "_sharded");
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     Strategies, Resume,
@@ -89,9 +116,12 @@ TEST(Checkpoint, ResolvesARootOrItsLatestFileToTheStepDirectory) {
 
 // merge_weights gives one Hugging Face file (Conv1D weights [in, out]) that models::load_model
 // reads back into a plain model equal to the sharded one; bf16 rounds each value once.
-TEST(Checkpoint, MergeWeightsGivesTheWholeModel) {
+// Under tensor parallelism too, where pieces are parts of slices over `model`.
+class MergeWeights : public ::testing::TestWithParam<bool> {};  // tensor parallel
+
+TEST_P(MergeWeights, GivesTheWholeModel) {
   SharedTempDir tmp;
-  Trainer trainer("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+  Trainer trainer("gpt2", GetParam() ? fsdp_tp_config("gpt2") : strategy_config("FULL_SHARD", "gpt2"));
   trainer.train(2);
   trainer.save(tmp.path() / "step");
   const auto whole = trainer.parameters();
@@ -113,6 +143,9 @@ TEST(Checkpoint, MergeWeightsGivesTheWholeModel) {
   }
   world().barrier();
 }
+
+INSTANTIATE_TEST_SUITE_P(Checkpoint, MergeWeights, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "TensorParallel" : "FullShard"; });
 
 // Hugging Face's style: what the accelerator prepared and registered is saved and restored.
 TEST(Checkpoint, AcceleratorSavesWhatItPrepared) {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # independent_reader.sh PROGRAM: checkpoints saved at 2 ranks under FULL_SHARD, sharded and
-# FULL_STATE_DICT, are read by read_checkpoint.py, a reader written from the format's description
+# FULL_STATE_DICT, and under SPMD with tensor parallelism (pieces of slices), are read by
+# read_checkpoint.py, a reader written from the format's description
 # alone; and a shard with one flipped byte is rejected by it.
 set -eu
 program=$1
@@ -14,8 +15,12 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$here/../mpirun.sh" 2 "$program" save "$dir/sharded" FULL_SHARD
 "$here/../mpirun.sh" 2 "$program" save "$dir/full" FULL_SHARD full
+"$here/../mpirun.sh" 2 "$program" save "$dir/tp" SPMD_TP
 python3 "$reader" "$dir/sharded/ckpt"
 python3 "$reader" "$dir/full/ckpt"
+python3 "$reader" "$dir/tp/ckpt" >"$dir/tp.txt"
+cat "$dir/tp.txt"
+grep -q "version 2" "$dir/tp.txt" || { echo "FAIL: the tensor-parallel checkpoint has no slices"; exit 1; }
 
 # Negative check: flip one byte 100 bytes before the end of a shard (inside its tensor data).
 cp -r "$dir/sharded/ckpt" "$dir/corrupt"

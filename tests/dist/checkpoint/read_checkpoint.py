@@ -33,6 +33,37 @@ def numel(shape):
     return math.prod(shape)
 
 
+def whole_indices(shape, piece, where):
+    """The whole tensor's flat indices of a piece's elements: begin.. of the flattened tensor,
+    or, with a "slice" (dim, blocks), of that slice flattened (the blocks' indices along dim,
+    concatenated in order)."""
+    begin, count = piece["begin"], piece["count"]
+    if "slice" not in piece:
+        check(begin + count <= numel(shape), where + ": past the end of the tensor")
+        return range(begin, begin + count)
+    dim, blocks = piece["slice"]["dim"], piece["slice"]["blocks"]
+    check(0 <= dim < len(shape), where + ": slice dim %d of a %d-d tensor" % (dim, len(shape)))
+    along = [i for b, e in blocks for i in range(b, e)]
+    check(all(0 <= i < shape[dim] for i in along) and len(set(along)) == len(along),
+          where + ": slice blocks %s outside dim %d or overlapping" % (blocks, dim))
+    local = list(shape)
+    local[dim] = len(along)
+    check(begin + count <= numel(local), where + ": past the end of its slice %s" % local)
+    out = []
+    for i in range(begin, begin + count):
+        index = []
+        for extent in reversed(local):  # unravel in the slice's shape
+            index.append(i % extent)
+            i //= extent
+        index.reverse()
+        index[dim] = along[index[dim]]
+        flat = 0
+        for d, extent in enumerate(shape):
+            flat = flat * extent + index[d]
+        out.append(flat)
+    return out
+
+
 def read_safetensors(path, size):
     """Returns (metadata, {name: (dtype, shape, raw bytes)}) after checking the header."""
     with open(path, "rb") as f:
@@ -80,7 +111,7 @@ def main(argv):
     except (OSError, ValueError) as e:
         raise Bad("manifest.json: %s" % e)
     check(manifest.get("format") == "acc.checkpoint", "format is %r" % manifest.get("format"))
-    check(manifest.get("version") == 1, "version is %r" % manifest.get("version"))
+    check(manifest.get("version") in (1, 2), "version is %r" % manifest.get("version"))
     kind = manifest.get("state_dict_type")
     check(kind in ("SHARDED_STATE_DICT", "FULL_STATE_DICT"), "state_dict_type is %r" % kind)
 
@@ -94,8 +125,8 @@ def main(argv):
     tensors, total = {}, 0
     for key, t in manifest["tensors"].items():
         shape, n = t["shape"], numel(t["shape"])
-        flat, covered = [None] * n, 0
-        for p in sorted(t["pieces"], key=lambda p: p["begin"]):
+        flat = [None] * n
+        for p in t["pieces"]:
             where = "%s piece [%d, +%d)" % (key, p["begin"], p["count"])
             check(p["file"] in files, where + ": file %s not in the manifest" % p["file"])
             entry = files[p["file"]][1].get(p["entry"])
@@ -105,8 +136,7 @@ def main(argv):
             check(numel(eshape) == p["count"], where + ": entry has %d elements" % numel(eshape))
             crc = binascii.crc32(raw)
             check(crc == p["crc32"], where + ": CRC-32 %d, manifest says %d" % (crc, p["crc32"]))
-            check(p["begin"] == covered, where + ": %s elements [%d, %d)" % (
-                "gap before" if p["begin"] > covered else "overlap at", covered, p["begin"]))
+            check("slice" not in p or manifest["version"] == 2, where + ": a slice in version 1")
             values = struct.unpack("<%df" % p["count"], raw)
             if p.get("transposed", False):
                 check(len(shape) == 2 and p["begin"] == 0 and p["count"] == n,
@@ -117,9 +147,11 @@ def main(argv):
             else:
                 check(eshape == [p["count"]] or (p["file"] == "model.safetensors" and eshape == shape),
                       where + ": entry has shape %s" % eshape)
-            flat[p["begin"]:p["begin"] + p["count"]] = values
-            covered += p["count"]
-        check(covered == n, "%s: pieces cover %d of %d elements" % (key, covered, n))
+            for i, v in zip(whole_indices(shape, p, where), values):
+                check(flat[i] is None, where + ": overlaps another piece at element %d" % i)
+                flat[i] = v
+        gaps = flat.count(None)
+        check(gaps == 0, "%s: pieces cover %d of %d elements" % (key, n - gaps, n))
         tensors[key], total = flat, total + n
 
     params = [k for k in tensors if not k.startswith("optimizer.")]
@@ -145,8 +177,8 @@ def main(argv):
             check(entries[key][1] == want, "model.safetensors: %s has shape %s, expected %s"
                   % (key, entries[key][1], want))
 
-    print("%s: %s, %d tensors (%d parameters, %d optimizer state), %d elements, %d files"
-          % (root, kind, len(tensors), len(params), len(optim), total, len(files)))
+    print("%s: version %d, %s, %d tensors (%d parameters, %d optimizer state), %d elements, %d files"
+          % (root, manifest["version"], kind, len(tensors), len(params), len(optim), total, len(files)))
     for key in params[:3]:
         print("  %s %s: %s" % (key, manifest["tensors"][key]["shape"],
                                ", ".join("%.6g" % v for v in tensors[key][:3])))

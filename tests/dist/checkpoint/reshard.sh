@@ -1,7 +1,7 @@
 #!/bin/sh
 # reshard.sh PROGRAM: a checkpoint saved under FULL_SHARD at 4 ranks resumes under SHARD_GRAD_OP
-# at 2 ranks and on one process, sharded and FULL_STATE_DICT alike, each matching the run that
-# never stopped.
+# at 2 ranks and on one process, sharded and FULL_STATE_DICT alike, and tensor-parallel slices
+# resume as flat pieces and back, each matching the run that never stopped.
 set -eu
 program=$1
 here=$(dirname "$0")
@@ -12,3 +12,10 @@ for type in sharded full; do
   "$here/../mpirun.sh" 2 "$program" resume "$dir/$type" SHARD_GRAD_OP
   ACC_RANKS_PER_NODE= "$program" resume "$dir/$type" NO_SHARD
 done
+# Tensor parallelism: slices over `model` saved on a (2, 2) mesh resume as FULL_SHARD's flat
+# pieces at 2 ranks and as whole parameters on one process; FULL_SHARD's checkpoint from 4
+# ranks resumes as slices on a (1, 2) mesh.
+"$here/../mpirun.sh" 4 "$program" save "$dir/tp" SPMD_TP
+"$here/../mpirun.sh" 2 "$program" resume "$dir/tp" FULL_SHARD
+ACC_RANKS_PER_NODE= "$program" resume "$dir/tp" NO_SHARD
+"$here/../mpirun.sh" 2 "$program" resume "$dir/sharded" SPMD_TP

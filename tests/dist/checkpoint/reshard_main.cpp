@@ -1,5 +1,6 @@
 // checkpoint_reshard: one link of the chain "saved at N ranks under one strategy, resumed at M
-// under another" (reshard.sh runs FULL_SHARD at 4 -> SHARD_GRAD_OP at 2 -> one process).
+// under another" (reshard.sh runs FULL_SHARD at 4 -> SHARD_GRAD_OP at 2 -> one process, and
+// tensor-parallel slices to and from whole pieces).
 //
 //   checkpoint_reshard save DIR STRATEGY [full]   k steps, save DIR/ckpt, k more steps; rank 0
 //                                                 writes the continuation to DIR/reference.safetensors
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../spmd/spmd_fixtures.h"
 #include "acc/io/safetensors.h"
 #include "trainer.h"
 
@@ -22,8 +24,14 @@ namespace {
 
 constexpr int64_t kK = 4;
 
+// STRATEGY: an FSDP sharding strategy, or SPMD_TP: GPT-2's fsdp-tp rules on the widest
+// tensor-parallel mesh the world allows (slices over `model`).
+Config config_for(const std::string& strategy) {
+  return strategy == "SPMD_TP" ? test::fsdp_tp_config("gpt2") : test::strategy_config(strategy, "gpt2");
+}
+
 int save(const std::filesystem::path& dir, const std::string& strategy, bool full) {
-  Config config = test::strategy_config(strategy, "gpt2");
+  Config config = config_for(strategy);
   if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
   test::Trainer trainer("gpt2", config);
   trainer.train(kK);
@@ -50,7 +58,7 @@ bool close(const std::vector<float>& a, const std::vector<float>& b, float rtol,
 }
 
 int resume(const std::filesystem::path& dir, const std::string& strategy) {
-  test::Trainer trainer("gpt2", test::strategy_config(strategy, "gpt2"), /*seed=*/42);
+  test::Trainer trainer("gpt2", config_for(strategy), /*seed=*/42);
   trainer.load(dir / "ckpt");
   const auto losses = trainer.train(kK);
   const auto params = trainer.parameters();

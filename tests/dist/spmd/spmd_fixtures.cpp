@@ -21,6 +21,10 @@ std::vector<int> fsdp_tp_mesh() {
   return {n / model, model};
 }
 
+Config fsdp_tp_config(const std::string& kind, bool bf16) {
+  return spmd_config(kind, fsdp_tp_mesh(), kind + "-fsdp-tp.yaml", bf16);
+}
+
 std::string rules_path(const std::string& file) {
   return std::string(ACC_SOURCE_DIR) + "/configs/sharding/" + file;
 }

@@ -14,6 +14,8 @@ Config spmd_config(const std::string& kind, std::vector<int> shape, const std::s
 // The widest tensor-parallel mesh the world allows with at most 2 ranks along `model`:
 // 1 -> (1, 1), 2 -> (1, 2), 4 -> (2, 2).
 std::vector<int> fsdp_tp_mesh();
+// The family's fsdp-tp rules (configs/sharding/<kind>-fsdp-tp.yaml) on fsdp_tp_mesh().
+Config fsdp_tp_config(const std::string& kind, bool bf16 = false);
 // configs/sharding/<file> under the source tree.
 std::string rules_path(const std::string& file);
 

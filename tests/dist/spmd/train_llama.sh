@@ -1,19 +1,25 @@
 #!/bin/sh
 # train_llama.sh SOURCE_DIR ACCELERATE TRAIN_LLAMA: the shipped configs/spmd_fsdp_tp.yaml (mesh
 # (2, 2), FSDP x tensor parallel) trains Llama tiny through accelerate launch on 4 ranks and
-# ends where the same run on one process ends (train and validation loss within 1e-3).
+# ends where the same run on one process ends (train and validation loss within 1e-3); resumed
+# from its step-2 checkpoint (each rank's slices over `model`), it ends exactly where it ended.
 set -eu
 source_dir=$1 accelerate=$2 program=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$(dirname "$0")/../token_files.sh" "$dir/data"
 cd "$source_dir"  # the config names its rules file relative to the repository
-run() {
-  "$accelerate" launch "$@" "$program" --config tiny --data "$dir/data" --steps 4 --batch 4 \
-    --seq 16 --val-every 2 --val-batches 2 --sample-tokens 0 --threads 1 --run_dir "$dir/run" 2>&1
+run() {  # launch options; program options after --
+  opts=""
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts="$opts $1"; shift; done
+  [ $# -gt 0 ] && shift
+  # shellcheck disable=SC2086 # opts holds separate words
+  "$accelerate" launch $opts "$program" --config tiny --data "$dir/data" --steps 4 --batch 4 \
+    --seq 16 --val-every 2 --val-batches 2 --sample-tokens 0 --threads 1 --run_dir "$dir/run" "$@" 2>&1
 }
 final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
-spmd=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml) || { echo "$spmd"; exit 1; }
+spmd=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml -- --save_every 2 \
+  --checkpoint_dir "$dir/ckpt") || { echo "$spmd"; exit 1; }
 echo "$spmd" | grep -q "SPMD over 4 ranks" || { echo "$spmd"; echo "FAIL: not SPMD on 4 ranks"; exit 1; }
 single=$(run --num_processes 1) || { echo "$single"; exit 1; }
 echo "spmd:   $(final "$spmd")"
@@ -26,3 +32,8 @@ awk -v a="$(nums "$spmd")" -v b="$(nums "$single")" 'BEGIN {
   for (i = 1; i <= n; i++) if (x[i] - y[i] > 1e-3 * y[i] || y[i] - x[i] > 1e-3 * y[i]) {
     print "FAIL: SPMD ends at " x[i] ", one process at " y[i]; exit 1 }
 }'
+resumed=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml -- \
+  --resume "$dir/ckpt/step_000002") || { echo "$resumed"; exit 1; }
+echo "$resumed" | grep -q "resumed from .*step_000002 at step 2" || { echo "$resumed"; echo "FAIL: did not resume"; exit 1; }
+echo "resumed: $(final "$resumed")"
+[ "$(final "$resumed")" = "$(final "$spmd")" ] || { echo "FAIL: the resumed SPMD run ended elsewhere"; exit 1; }
