@@ -80,12 +80,13 @@ void SpmdModel::set_gradient_sync(bool on) {
 }
 
 void SpmdModel::begin_full_params(bool writeback) {
-  ACC_CHECK(!tensor_parallel_->active(), type_name(), ": summon_full_params needs whole modules, "
-            "but with tensor parallelism each rank's modules compute on their slices; use "
-            "full_parameters() or copy_full_parameters_to() a fresh model");
   summoned_.emplace(engine_->summon_full_params(writeback));
+  if (tensor_parallel_->active()) tensor_parallel_->join_parameters(module());
 }
 
-void SpmdModel::end_full_params(bool) noexcept { summoned_.reset(); }
+void SpmdModel::end_full_params(bool writeback) noexcept {
+  if (tensor_parallel_->active()) tensor_parallel_->restore_slices(module(), writeback);
+  summoned_.reset();
+}
 
 }  // namespace acc::spmd

@@ -120,12 +120,13 @@ void TensorParallel::install() {
   for (const auto& l : linears_) {
     if (l.column)
       hooks_.push_back(l.module->add_call_wrapper(
-          [g = group_](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
-            return inner(enter_parallel_region(x, g));
+          [this, g = group_](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+            return inner(joined_ ? x : enter_parallel_region(x, g));
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
       hooks_.push_back(l.module->add_call_wrapper(
-          [g = group_](nn::Module& m, const Tensor& x, const nn::Module::Inner&) {
+          [this, g = group_](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
+            if (joined_) return inner(x);
             Tensor y = reduce_partial_sums(ops::linear(x, m.param("weight")), g);
             return m.has_param("bias") ? ops::add(y, m.param("bias")) : y;
           }));
@@ -134,10 +135,15 @@ void TensorParallel::install() {
     // The vocabulary-parallel lookup: this rank's rows where it holds the id, summed over the
     // group; the output's gradient (the same on every rank) goes into this rank's rows.
     hooks_.push_back(e.module->add_call_wrapper(
-        [g = group_, vocab = e.vocab, first = first_row(e.vocab)](nn::Module& m, const Tensor& ids, const nn::Module::Inner&) {
+        [this, g = group_, vocab = e.vocab, first = first_row(e.vocab)](nn::Module& m, const Tensor& ids, const nn::Module::Inner& inner) {
+          if (joined_) return inner(ids);
           const Tensor weight = m.param("weight");
           return fsdp::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
         }));
+  install_head();
+}
+
+void TensorParallel::install_head() {
   if (vocab_parallel_head_)  // this rank's vocabulary columns; the hidden states' gradient summed
     head_owner_->set_head_logits([g = group_](const Tensor& hidden, const Tensor& weight) {
       return ops::linear(enter_parallel_region(hidden, g), weight);
@@ -150,6 +156,31 @@ void TensorParallel::install() {
       const fsdp::VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
       return fsdp::vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
     });
+}
+
+void TensorParallel::join_parameters(models::Model& model) {
+  autograd::NoGradGuard no_grad;
+  for (const auto& s : splits_) {
+    stashed_.push_back(model.parameter(s.name));
+    model.replace_parameter(s.name, gather(s, stashed_.back()));
+  }
+  joined_ = true;
+  if (vocab_parallel_head_) {
+    head_owner_->set_head_logits({});
+    head_owner_->set_head_loss({});
+  }
+}
+
+void TensorParallel::restore_slices(models::Model& model, bool writeback) noexcept {
+  autograd::NoGradGuard no_grad;
+  for (size_t i = 0; i < stashed_.size(); ++i) {
+    const ModelAxisSplit& s = splits_[i];
+    if (writeback) stashed_[i].copy_(take_slice(model.parameter(s.name), s, group_->rank(), group_->size()));
+    model.replace_parameter(s.name, stashed_[i]);
+  }
+  stashed_.clear();
+  joined_ = false;
+  install_head();
 }
 
 int64_t TensorParallel::first_row(int64_t extent) const {

@@ -59,6 +59,12 @@ class TensorParallel {
   // Hooks the modules' calls and the head's loss (after the engine: its unit wrappers stay
   // outermost, so a unit is gathered before any of its Linears runs).
   void install();
+  // For summon_full_params: every split parameter of `model` replaced by the whole one (a
+  // collective over the group), the modules computing as the plain model does, until
+  // restore_slices() puts this rank's slices back, first copying the whole parameters' values
+  // into them with `writeback`.
+  void join_parameters(models::Model& model);
+  void restore_slices(models::Model& model, bool writeback) noexcept;
   // The whole parameter from every rank's slice: a collective over the group.
   Tensor gather(const ModelAxisSplit& split, const Tensor& slice) const;
   // Which indices of the whole parameter this rank's slice holds (take_slice's for this rank).
@@ -75,6 +81,8 @@ class TensorParallel {
   };
   // The first of this rank's rows when `extent` rows are split over the group.
   int64_t first_row(int64_t extent) const;
+  // The head's vocabulary-parallel logits and loss (the model's own while joined).
+  void install_head();
   std::shared_ptr<dist::ProcessGroup> group_;
   std::vector<ModelAxisSplit> splits_;
   std::vector<ParallelLinear> linears_;
@@ -82,6 +90,8 @@ class TensorParallel {
   bool vocab_parallel_head_ = false;
   std::vector<autograd::HookHandle> hooks_;
   models::CausalLM* head_owner_ = nullptr;
+  bool joined_ = false;          // the wrappers step aside: parameters are whole
+  std::vector<Tensor> stashed_;  // while joined, the slices of splits_, in order
 };
 
 // This rank's slice of `full` under `split` (rank `rank` of `size`), and its inverse over the

@@ -2,7 +2,8 @@
 # train_llama.sh SOURCE_DIR ACCELERATE TRAIN_LLAMA: the shipped configs/spmd_fsdp_tp.yaml (mesh
 # (2, 2), FSDP x tensor parallel) trains Llama tiny through accelerate launch on 4 ranks and
 # ends where the same run on one process ends (train and validation loss within 1e-3); resumed
-# from its step-2 checkpoint (each rank's slices over `model`), it ends exactly where it ended.
+# from its step-2 checkpoint (each rank's slices over `model`), it ends exactly where it ended,
+# and samples text from the joined model.
 set -eu
 source_dir=$1 accelerate=$2 program=$3
 dir=$(mktemp -d)
@@ -33,7 +34,9 @@ awk -v a="$(nums "$spmd")" -v b="$(nums "$single")" 'BEGIN {
     print "FAIL: SPMD ends at " x[i] ", one process at " y[i]; exit 1 }
 }'
 resumed=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml -- \
-  --resume "$dir/ckpt/step_000002") || { echo "$resumed"; exit 1; }
+  --resume "$dir/ckpt/step_000002" --sample-tokens 8) || { echo "$resumed"; exit 1; }
+# The text sample at the end goes through summon_full_params, which joins the slices.
+echo "$resumed" | grep -q "] sample: \|no GPT-2 vocabulary" || { echo "$resumed"; echo "FAIL: no sample"; exit 1; }
 echo "$resumed" | grep -q "resumed from .*step_000002 at step 2" || { echo "$resumed"; echo "FAIL: did not resume"; exit 1; }
 echo "resumed: $(final "$resumed")"
 [ "$(final "$resumed")" = "$(final "$spmd")" ] || { echo "FAIL: the resumed SPMD run ended elsewhere"; exit 1; }
