@@ -14,7 +14,7 @@ namespace {
 double norm_after(int64_t micro) {
   data::DataLoader loader(make_dataset("llama", 8), {.batch_size = micro, .prefetch = 0});
   auto [sharded, rank_loader] =
-      accelerate(make_model("llama"), loader, spmd_config("llama", fsdp_tp_mesh(), "llama-fsdp-tp.yaml"));
+      accelerate(make_model("llama"), loader, fsdp_tp_config("llama"));
   const int64_t passes = 8 / micro;
   int64_t pass = 0;
   for (auto& batch : rank_loader) {

@@ -19,7 +19,7 @@ spmd::PartitionSpec replicated(const Tensor& output) { return spmd::PartitionSpe
 
 // llama-fsdp-tp.yaml splits the head over `model` on the widest tensor-parallel mesh.
 Config config_for(bool tensor_parallel, bool gather_batch) {
-  Config config = tensor_parallel ? spmd_config("llama", fsdp_tp_mesh(), "llama-fsdp-tp.yaml")
+  Config config = tensor_parallel ? fsdp_tp_config("llama")
                                   : spmd_config("llama", {world().size(), 1});
   if (gather_batch) config.dist.spmd.shard_output.fn = replicated;
   return config;
