@@ -1,6 +1,5 @@
 #include "model_axis_ops.h"
 
-#include <algorithm>
 #include <numeric>
 
 #include "acc/autograd/function.h"
@@ -47,27 +46,33 @@ Tensor gather_slices(const Tensor& x, int dim, const std::shared_ptr<dist::Proce
   const auto* e = all_extents.data<int64_t>();
   const std::vector<int64_t> extents(e, e + group->size());
   auto forward = [group, extents, d](autograd::FunctionContext&, const std::vector<Tensor>& in) {
-    const Tensor& mine = in[0];
-    const int64_t per_index = mine.numel() / std::max<int64_t>(1, mine.size(static_cast<int>(d)));
-    std::vector<int64_t> counts;
-    for (int64_t extent : extents) counts.push_back(extent * per_index);
-    Tensor flat = Tensor::empty({std::accumulate(counts.begin(), counts.end(), int64_t{0})}, mine.dtype());
-    group->all_gather_v(mine.view({mine.numel()}), flat, counts);
-    std::vector<Tensor> slices;
-    int64_t at = 0;
-    for (size_t r = 0; r < extents.size(); ++r) {
-      Shape shape = mine.shape();
-      shape[d] = extents[r];
-      slices.push_back(flat.slice_flat(at, shape));
-      at += counts[r];
-    }
-    return ops::concat(slices, static_cast<int>(d));
+    return ops::concat(all_gather_slices(in[0], d, extents, *group), static_cast<int>(d));
   };
   auto backward = [group, extents, d, scale](autograd::FunctionContext&, const Tensor& grad) -> std::vector<Tensor> {
     const Tensor mine = ops::split(grad, extents, static_cast<int>(d))[static_cast<size_t>(group->rank())];
     return {scale == 1.0 ? mine : ops::scale(mine, scale)};
   };
   return autograd::apply_function("GatherSlices", {x}, forward, backward);
+}
+
+std::vector<Tensor> all_gather_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents,
+                                      dist::ProcessGroup& group) {
+  int64_t per_index = 1;  // elements per index of dim (from the shape: mine may hold none)
+  for (size_t d = 0; d < mine.shape().size(); ++d)
+    if (d != dim) per_index *= mine.shape()[d];
+  std::vector<int64_t> counts;
+  for (int64_t extent : extents) counts.push_back(extent * per_index);
+  Tensor flat = Tensor::empty({std::accumulate(counts.begin(), counts.end(), int64_t{0})}, mine.dtype());
+  group.all_gather_v(mine.view({mine.numel()}), flat, counts);
+  std::vector<Tensor> slices;
+  int64_t at = 0;
+  for (size_t r = 0; r < extents.size(); ++r) {
+    Shape shape = mine.shape();
+    shape[dim] = extents[r];
+    slices.push_back(flat.slice_flat(at, shape));
+    at += counts[r];
+  }
+  return slices;
 }
 
 std::vector<int64_t> split_sizes(int64_t extent, int ranks) {

@@ -29,4 +29,10 @@ Tensor gather_slices(const Tensor& x, int dim, const std::shared_ptr<dist::Proce
 
 std::vector<int64_t> split_sizes(int64_t extent, int ranks);
 
+// Not differentiable: every rank's slice of a tensor split along `dim`, rank r's holding
+// extents[r] indices of it (its other dims those of `mine`), in rank order: one all_gather_v,
+// cut into views.
+std::vector<Tensor> all_gather_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents,
+                                      dist::ProcessGroup& group);
+
 }  // namespace acc::spmd

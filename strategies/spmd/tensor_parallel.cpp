@@ -121,12 +121,12 @@ void TensorParallel::install() {
     if (l.column)
       hooks_.push_back(l.module->add_call_wrapper(
           [this, g = group_](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
-            return inner(joined_ ? x : enter_parallel_region(x, g));
+            return inner(joined() ? x : enter_parallel_region(x, g));
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
       hooks_.push_back(l.module->add_call_wrapper(
           [this, g = group_](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
-            if (joined_) return inner(x);
+            if (joined()) return inner(x);
             Tensor y = reduce_partial_sums(ops::linear(x, m.param("weight")), g);
             return m.has_param("bias") ? ops::add(y, m.param("bias")) : y;
           }));
@@ -136,7 +136,7 @@ void TensorParallel::install() {
     // group; the output's gradient (the same on every rank) goes into this rank's rows.
     hooks_.push_back(e.module->add_call_wrapper(
         [this, g = group_, vocab = e.vocab, first = first_row(e.vocab)](nn::Module& m, const Tensor& ids, const nn::Module::Inner& inner) {
-          if (joined_) return inner(ids);
+          if (joined()) return inner(ids);
           const Tensor weight = m.param("weight");
           return fsdp::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
         }));
@@ -164,7 +164,6 @@ void TensorParallel::join_parameters(models::Model& model) {
     stashed_.push_back(model.parameter(s.name));
     model.replace_parameter(s.name, gather(s, stashed_.back()));
   }
-  joined_ = true;
   if (vocab_parallel_head_) {
     head_owner_->set_head_logits({});
     head_owner_->set_head_loss({});
@@ -179,7 +178,6 @@ void TensorParallel::restore_slices(models::Model& model, bool writeback) noexce
     model.replace_parameter(s.name, stashed_[i]);
   }
   stashed_.clear();
-  joined_ = false;
   install_head();
 }
 
@@ -192,22 +190,9 @@ int64_t TensorParallel::first_row(int64_t extent) const {
 
 Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) const {
   autograd::NoGradGuard no_grad;
-  const auto extents = split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
-  const int64_t per_row = slice.numel() / slice.size(split.dim);  // elements per index of dim
-  std::vector<int64_t> counts;
-  int64_t total = 0;
-  for (int64_t e : extents) total += counts.emplace_back(e * split.sections * per_row);
-  Tensor all = Tensor::empty({total}, slice.dtype());
-  group_->all_gather_v(slice.view({slice.numel()}), all, counts);
-  std::vector<Tensor> slices;
-  int64_t at = 0;
-  for (size_t r = 0; r < extents.size(); ++r) {
-    Shape shape = slice.shape();
-    shape[static_cast<size_t>(split.dim)] = extents[r] * split.sections;
-    slices.push_back(all.slice_flat(at, shape));
-    at += counts[r];
-  }
-  return join_slices(slices, split);
+  auto extents = split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
+  for (int64_t& e : extents) e *= split.sections;  // each rank holds its rows of every section
+  return join_slices(all_gather_slices(slice, static_cast<size_t>(split.dim), extents, *group_), split);
 }
 
 ShardedModel::DimSlice TensorParallel::slice_held(const ModelAxisSplit& split) const {

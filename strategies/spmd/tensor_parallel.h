@@ -90,8 +90,10 @@ class TensorParallel {
   bool vocab_parallel_head_ = false;
   std::vector<autograd::HookHandle> hooks_;
   models::CausalLM* head_owner_ = nullptr;
-  bool joined_ = false;          // the wrappers step aside: parameters are whole
-  std::vector<Tensor> stashed_;  // while joined, the slices of splits_, in order
+  // Joined (summon_full_params): the slices of splits_, in order, while the whole parameters
+  // stand in for them and the wrappers step aside. Empty otherwise.
+  std::vector<Tensor> stashed_;
+  bool joined() const { return !stashed_.empty(); }
 };
 
 // This rank's slice of `full` under `split` (rank `rank` of `size`), and its inverse over the
