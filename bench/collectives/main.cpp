@@ -11,12 +11,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <initializer_list>
 #include <functional>
+#include <initializer_list>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -90,9 +92,45 @@ double cross_core_copy_gbps(size_t full) {
   return static_cast<double>(full) / best / 1e9;
 }
 
+// Nanoseconds for node ranks 0 and 1 to pass a flag there and back through shared memory
+// (the mean of 20000 trips; every rank returns rank 0's figure). It tells where the two cores
+// are from each other: ~60-100 ns when they share a cache, 250-800 ns when they are far apart
+// (another CCD or socket; in a VM the host may move its vCPUs between the two at any time),
+// which is what decides the cost of writing lines the other core has read.
+double round_trip_ns() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  std::atomic<int64_t>* flag = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate_shared(rank == 0 ? 64 : 0, 1, MPI_INFO_NULL, node, &flag, &win);
+  MPI_Aint size = 0;
+  int unit = 0;
+  MPI_Win_shared_query(win, 0, &size, &unit, &flag);
+  if (rank == 0) new (flag) std::atomic<int64_t>(0);
+  MPI_Win_sync(win);
+  MPI_Barrier(node);
+  constexpr int64_t kTrips = 20000;
+  double ns = 0;
+  if (rank < 2) {
+    const auto start = Clock::now();
+    for (int64_t v = rank; v < 2 * kTrips; v += 2) {  // rank 0 moves even values on, rank 1 odd
+      while (flag->load(std::memory_order_acquire) != v) {
+      }
+      flag->store(v + 1, std::memory_order_release);
+    }
+    ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kTrips;
+  }
+  MPI_Bcast(&ns, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Win_free(&win);
+  MPI_Comm_free(&node);
+  return ns;
+}
+
 struct Row {
   size_t bytes;
-  double memcpy, xcore, acc_ag, mpi_ag, acc_rs, mpi_rs, acc_rs_bf16, acc_ar, mpi_ar;  // GB/s
+  double round_trip, memcpy, xcore, acc_ag, mpi_ag, acc_rs, mpi_rs, acc_rs_bf16, acc_ar, mpi_ar;  // GB/s
 };
 
 }  // namespace
@@ -115,7 +153,8 @@ int main(int argc, char** argv) {
     const int64_t n = static_cast<int64_t>(bytes / 4 / p) * p;  // f32 elements, divisible by p
     const size_t full = static_cast<size_t>(n) * 4;
     auto gbps = [&](double seconds) { return full / seconds / 1e9; };
-    Row row{full, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    Row row{full, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    row.round_trip = round_trip_ns();
     row.xcore = cross_core_copy_gbps(full);
     {
       acc::Tensor a = acc::Tensor::full({n}, 1.0), b = acc::Tensor::zeros({n});
@@ -157,13 +196,14 @@ int main(int argc, char** argv) {
 
   if (g.rank() == 0) {
     std::printf("collectives at %d ranks, f32, GB/s = bytes of the full buffer / time\n", p);
-    std::printf("(xmem: of memcpy; xcore: of the cross-core copy, target >= 0.7 from 1 MB)\n");
-    std::printf("%10s %8s %8s | %8s %8s %5s %5s | %8s %8s %5s %5s %8s | %8s %8s\n", "bytes",
+    std::printf("(xmem: of memcpy; xcore: of the cross-core copy, target >= 0.7 from 1 MB;\n"
+                " rt: ns for a flag to go from rank 0 to rank 1 and back, ~60-100 when near)\n");
+    std::printf("%10s %5s %8s %8s | %8s %8s %5s %5s | %8s %8s %5s %5s %8s | %8s %8s\n", "bytes", "rt",
                 "memcpy", "xcore", "acc AG", "MPI AG", "xmem", "xcore", "acc RS", "MPI RS", "xmem",
                 "xcore", "RS bf16", "acc AR", "MPI AR");
     for (const Row& r : rows)
-      std::printf("%10zu %8.2f %8.2f | %8.2f %8.2f %5.2f %5.2f | %8.2f %8.2f %5.2f %5.2f %8.2f | %8.2f %8.2f\n",
-                  r.bytes, r.memcpy, r.xcore, r.acc_ag, r.mpi_ag, r.acc_ag / r.memcpy,
+      std::printf("%10zu %5.0f %8.2f %8.2f | %8.2f %8.2f %5.2f %5.2f | %8.2f %8.2f %5.2f %5.2f %8.2f | %8.2f %8.2f\n",
+                  r.bytes, r.round_trip, r.memcpy, r.xcore, r.acc_ag, r.mpi_ag, r.acc_ag / r.memcpy,
                   r.acc_ag / r.xcore, r.acc_rs, r.mpi_rs, r.acc_rs / r.memcpy, r.acc_rs / r.xcore,
                   r.acc_rs_bf16, r.acc_ar, r.mpi_ar);
     std::ofstream out(json_path + ".tmp");
@@ -173,7 +213,8 @@ int main(int argc, char** argv) {
         << "\",\n  \"unit\": \"GB/s (bytes of the full f32 buffer / time)\",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      out << "    {\"bytes\": " << r.bytes << ", \"memcpy\": " << r.memcpy
+      out << "    {\"bytes\": " << r.bytes << ", \"round_trip_ns\": " << r.round_trip
+          << ", \"memcpy\": " << r.memcpy
           << ", \"cross_core_copy\": " << r.xcore
           << ", \"acc_all_gather\": " << r.acc_ag << ", \"mpi_allgather\": " << r.mpi_ag
           << ", \"acc_reduce_scatter\": " << r.acc_rs

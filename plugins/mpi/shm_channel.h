@@ -22,6 +22,8 @@
 #include <memory>
 #include <vector>
 
+#include "acc/dist/staging_copy.h"
+
 namespace acc::mpi {
 
 class ShmChannel {
@@ -41,6 +43,9 @@ class ShmChannel {
   // Bytes of one staging buffer (a multiple of 64).
   size_t buffer_bytes() const { return buffer_bytes_; }
   char* buffer(int r, uint64_t step) const;
+  // Copies into this rank's staging buffer, with stores chosen for where the readers are
+  // (dist::StagingCopy). Only the thread running the group's current collective calls it.
+  void stage(char* buffer, const void* src, size_t bytes) { stage_copy_(buffer, src, bytes); }
 
   void publish(uint64_t steps) { counters(rank_).published.store(steps, std::memory_order_release); }
   void consume(uint64_t steps) { counters(rank_).consumed.store(steps, std::memory_order_release); }
@@ -72,6 +77,7 @@ class ShmChannel {
   void* base_;
   size_t mapped_bytes_;
   uint64_t next_step_ = 0;  // comm thread only
+  dist::StagingCopy stage_copy_;
 };
 
 }  // namespace acc::mpi

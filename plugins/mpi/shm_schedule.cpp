@@ -78,9 +78,9 @@ Schedule shm_all_gather_schedule(Channel channel, dist::Buffer input, dist::Buff
   char* own = byte_at(output.data, offsets[me]);
   const char* in = static_cast<const char*>(input.data);
   const auto copy = offsets[p] >= kStreamingBytes ? dist::kernels::copy_streaming : copy_plain;
-  Fill fill = [in, own, mine = bytes[me], piece, copy](uint64_t k, char* buffer) {
+  Fill fill = [channel, in, own, mine = bytes[me], piece, copy](uint64_t k, char* buffer) {
     const size_t begin = k * piece, len = clipped(begin, piece, mine);
-    std::memcpy(buffer, in + begin, len);
+    channel->stage(buffer, in + begin, len);
     if (own != in) copy(own + begin, in + begin, len);
   };
   Drain drain = [channel, out = output.data, offsets, bytes, piece, me, p, copy](uint64_t k,
@@ -110,12 +110,12 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
   Schedule s;
   void* acc = reduction_accumulator(s, output, scratch);
   const char* in = static_cast<const char*>(input.data);
-  Fill fill = [in, offsets, counts, segment, elem, me, p](uint64_t k, char* buffer) {
+  Fill fill = [channel, in, offsets, counts, segment, elem, me, p](uint64_t k, char* buffer) {
     const size_t begin = k * segment;
     for (int q = 0; q < p; ++q)
       if (q != me) {
         const size_t len = clipped(begin, segment, static_cast<size_t>(counts[q]));
-        std::memcpy(buffer + q * segment * elem, in + offsets[q] + begin * elem, len * elem);
+        channel->stage(buffer + q * segment * elem, in + offsets[q] + begin * elem, len * elem);
       }
   };
   Drain drain = [channel, acc, own = in + offsets[me], n, segment, elem, acc_elem, dtype, me, p](
@@ -141,8 +141,8 @@ Schedule shm_broadcast_schedule(Channel channel, dist::Buffer tensor, int root) 
   const size_t piece = channel->buffer_bytes(), total = tensor.nbytes();
   char* data = static_cast<char*>(tensor.data);
   const bool is_root = channel->rank() == root;
-  Fill fill = [data, piece, total, is_root](uint64_t k, char* buffer) {
-    if (is_root) std::memcpy(buffer, data + k * piece, clipped(k * piece, piece, total));
+  Fill fill = [channel, data, piece, total, is_root](uint64_t k, char* buffer) {
+    if (is_root) channel->stage(buffer, data + k * piece, clipped(k * piece, piece, total));
   };
   Drain drain = [channel, data, piece, total, is_root, root](uint64_t k, uint64_t step) {
     if (!is_root)
