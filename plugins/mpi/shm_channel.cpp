@@ -17,10 +17,6 @@
 namespace acc::mpi {
 namespace {
 
-// One staging buffer. Measured with bench_collectives at 2 ranks (docs/launch.md): small
-// enough that a rank's kBuffers buffers and its peer's stay in cache between write and read.
-constexpr size_t kBufferBytes = size_t{512} << 10;
-
 bool shm_disabled() {
   const char* v = std::getenv("ACC_SHM");
   return v != nullptr && std::string(v) == "0";
@@ -77,8 +73,11 @@ std::unique_ptr<ShmChannel> ShmChannel::create(MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   if (size < 2 || !channel_wanted_everywhere(comm, size)) return nullptr;
+  // Rank 0's choice, so every rank lays the segment out alike.
+  uint64_t buffer_bytes = dist::staging_buffer_bytes();
+  MPI_Bcast(&buffer_bytes, 1, MPI_UINT64_T, 0, comm);
   const size_t header = sizeof(Counters) * static_cast<size_t>(size);
-  const size_t bytes = header + kBufferBytes * kBuffers * static_cast<size_t>(size);
+  const size_t bytes = header + buffer_bytes * kBuffers * static_cast<size_t>(size);
 
   // Rank 0 names the segment after its pid and a per-process counter, so groups and jobs on
   // one node never collide, and sends the name to the others.
@@ -106,8 +105,8 @@ std::unique_ptr<ShmChannel> ShmChannel::create(MPI_Comm comm) {
   }
   if (rank == 0)
     log::debug("mpi plugin: shared-memory channel for {} ranks, {} KiB staging buffers", size,
-               kBufferBytes >> 10);
-  return std::unique_ptr<ShmChannel>(new ShmChannel(rank, size, kBufferBytes, base, bytes));
+               buffer_bytes >> 10);
+  return std::unique_ptr<ShmChannel>(new ShmChannel(rank, size, buffer_bytes, base, bytes));
 }
 
 // The whole segment is mapped on every rank, so each counts all of it as communication memory.

@@ -45,7 +45,10 @@ class ShmChannel {
   char* buffer(int r, uint64_t step) const;
   // Copies into this rank's staging buffer, with stores chosen for where the readers are
   // (dist::StagingCopy). Only the thread running the group's current collective calls it.
-  void stage(char* buffer, const void* src, size_t bytes) { stage_copy_(buffer, src, bytes); }
+  // `keep`: a second destination, as in dist::StagingCopy.
+  void stage(char* buffer, const void* src, size_t bytes, void* keep = nullptr, bool keep_streaming = false) {
+    stage_copy_(buffer, src, bytes, keep, keep_streaming);
+  }
 
   void publish(uint64_t steps) { counters(rank_).published.store(steps, std::memory_order_release); }
   void consume(uint64_t steps) { counters(rank_).consumed.store(steps, std::memory_order_release); }

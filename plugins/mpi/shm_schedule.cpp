@@ -77,11 +77,11 @@ Schedule shm_all_gather_schedule(Channel channel, dist::Buffer input, dist::Buff
   const uint64_t steps = steps_for(*std::max_element(bytes.begin(), bytes.end()), piece);
   char* own = byte_at(output.data, offsets[me]);
   const char* in = static_cast<const char*>(input.data);
-  const auto copy = offsets[p] >= kStreamingBytes ? dist::kernels::copy_streaming : copy_plain;
-  Fill fill = [channel, in, own, mine = bytes[me], piece, copy](uint64_t k, char* buffer) {
+  const bool streaming = offsets[p] >= kStreamingBytes;
+  const auto copy = streaming ? dist::kernels::copy_streaming : copy_plain;
+  Fill fill = [channel, in, own, mine = bytes[me], piece, streaming](uint64_t k, char* buffer) {
     const size_t begin = k * piece, len = clipped(begin, piece, mine);
-    channel->stage(buffer, in + begin, len);
-    if (own != in) copy(own + begin, in + begin, len);
+    channel->stage(buffer, in + begin, len, own != in ? own + begin : nullptr, streaming);
   };
   Drain drain = [channel, out = output.data, offsets, bytes, piece, me, p, copy](uint64_t k,
                                                                                  uint64_t step) {

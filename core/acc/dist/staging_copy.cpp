@@ -1,5 +1,8 @@
 #include "acc/dist/staging_copy.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -7,17 +10,34 @@
 
 namespace acc::dist {
 
-void StagingCopy::operator()(void* dst, const void* src, size_t bytes) {
-  if (bytes < kTimedBytes) {
-    std::memcpy(dst, src, bytes);
-  } else if (streaming_left_ > 0) {
+size_t staging_buffer_bytes() {
+  constexpr long kMin = 256L << 10, kMax = 1L << 20, kUnknown = 512L << 10;
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const long bytes = l2 > 0 ? std::clamp(l2, kMin, kMax) : kUnknown;
+  return static_cast<size_t>(bytes / 4096 * 4096);  // whole pages, so a multiple of 64
+}
+
+void StagingCopy::operator()(void* buffer, const void* src, size_t bytes, void* keep,
+                             bool keep_streaming) {
+  const bool timed = bytes >= kTimedBytes;
+  if (timed && streaming_left_ > 0) {
     --streaming_left_;
-    kernels::copy_streaming(dst, src, bytes);
+    kernels::copy_streaming(buffer, src, bytes);
   } else {
-    const auto start = std::chrono::steady_clock::now();
-    std::memcpy(dst, src, bytes);
-    record_plain(bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (keep != nullptr && !keep_streaming) {
+      kernels::copy_twice(buffer, keep, src, bytes);
+      keep = nullptr;  // done
+    } else {
+      std::memcpy(buffer, src, bytes);
+    }
+    if (timed) record_plain(bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  if (keep == nullptr) return;
+  if (keep_streaming)
+    kernels::copy_streaming(keep, src, bytes);
+  else
+    std::memcpy(keep, src, bytes);
 }
 
 void StagingCopy::record_plain(size_t bytes, double seconds) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "acc/dist/staging_copy.h"
 #include "acc/kernels/matmul.h"
 #include "acc/memory/allocator.h"
 #include "acc/ops/loss.h"
@@ -131,8 +132,10 @@ Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
   // Gradient reductions run while the backward goes on, holding up to one block's f32
   // gradients (FSDP's reduce window).
   if (w.world > 1 && w.wrap_blocks && s.layers > 0) e.activations += 4 * s.block_parameters;
-  // The OpenMPI plugin's shared-memory channel: two 512 KiB buffers per rank on the node.
-  if (w.world > 1) e.communication = (int64_t{1} << 20) * std::min(w.world, std::max(1, w.ranks_per_node));
+  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node.
+  if (w.world > 1)
+    e.communication = 2 * static_cast<int64_t>(dist::staging_buffer_bytes()) *
+                      std::min(w.world, std::max(1, w.ranks_per_node));
   return e;
 }
 

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "acc/dist/process_group.h"
+#include "acc/dist/staging_copy.h"
 #include "acc/kernels/convert.h"
 #include "acc/memory/allocator.h"
 #include "acc/runtime/init.h"
@@ -205,7 +206,7 @@ TEST(Collectives, BarrierAndEmptyTensors) {
   g.barrier();
 }
 
-// Buffers of several shared-memory steps (512 KiB staging buffers) and an all_gather output
+// Buffers of several shared-memory steps (staging buffers of 256 KiB-1 MiB) and an all_gather output
 // past the 16 MiB from which it streams its stores; uneven chunks give ranks different step
 // counts (rank 1 has none), and every collective still has to line up step by step.
 TEST(Collectives, LargeBuffersSpanManySteps) {
@@ -243,12 +244,12 @@ TEST(Collectives, LargeBuffersSpanManySteps) {
 extern int64_t g_communication_bytes_after_init;  // main.cpp
 
 // The world's shared-memory segment is counted as communication memory, exactly: every rank maps
-// all ranks' counters (128 bytes each) and 2 x 512 KiB staging buffers. Measured right after
-// init, before collectives take scratch buffers (which count there too).
+// all ranks' counters (128 bytes each) and 2 staging buffers each. Measured right after init,
+// before collectives take scratch buffers (which count there too).
 TEST(Collectives, SharedMemoryChannelIsCounted) {
   const char* shm = std::getenv("ACC_SHM");
   const int64_t p = acc::world().size();
-  const int64_t segment = p * 128 + p * 2 * (512 << 10);
+  const int64_t segment = p * 128 + p * 2 * static_cast<int64_t>(acc::dist::staging_buffer_bytes());
   EXPECT_EQ(g_communication_bytes_after_init, shm != nullptr && std::string(shm) == "0" ? 0 : segment);
 }
 
