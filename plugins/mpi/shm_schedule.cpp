@@ -102,30 +102,33 @@ Schedule shm_reduce_scatter_schedule(Channel channel, dist::Buffer input, dist::
   const auto offsets = byte_offsets(counts, dtype);
   const int64_t n = counts[me];
   // Each step carries `segment` elements of every peer's chunk, each at a 64-byte aligned
-  // place in the buffer: the piece for rank q sits at q * segment.
-  const size_t segment = std::max<size_t>(1, channel->buffer_bytes() / p / 64) * 64 / elem;
+  // place in the buffer: the piece a rank writes for rank q sits in slot q, counting only its
+  // peers (so at 2 ranks the whole buffer is one slot, and a step carries twice as much).
+  const size_t segment = std::max<size_t>(1, channel->buffer_bytes() / (p - 1) / 64) * 64 / elem;
+  auto slot = [](int reader, int writer) { return reader < writer ? reader : reader - 1; };
   const uint64_t steps =
       steps_for(static_cast<size_t>(*std::max_element(counts.begin(), counts.end())), segment);
 
   Schedule s;
   void* acc = reduction_accumulator(s, output, scratch);
   const char* in = static_cast<const char*>(input.data);
-  Fill fill = [channel, in, offsets, counts, segment, elem, me, p](uint64_t k, char* buffer) {
+  Fill fill = [channel, in, offsets, counts, segment, elem, me, p, slot](uint64_t k, char* buffer) {
     const size_t begin = k * segment;
     for (int q = 0; q < p; ++q)
       if (q != me) {
         const size_t len = clipped(begin, segment, static_cast<size_t>(counts[q]));
-        channel->stage(buffer + q * segment * elem, in + offsets[q] + begin * elem, len * elem);
+        channel->stage(buffer + slot(q, me) * segment * elem, in + offsets[q] + begin * elem, len * elem);
       }
   };
-  Drain drain = [channel, acc, own = in + offsets[me], n, segment, elem, acc_elem, dtype, me, p](
-                    uint64_t k, uint64_t step) {
+  Drain drain = [channel, acc, own = in + offsets[me], n, segment, elem, acc_elem, dtype, me, p,
+                 slot](uint64_t k, uint64_t step) {
     const size_t begin = k * segment;
     const auto len = static_cast<int64_t>(clipped(begin, segment, static_cast<size_t>(n)));
     if (len == 0) return;
     void* acc_segment = byte_at(acc, begin * acc_elem);
     for (int distance = 1; distance < p; ++distance) {
-      const char* piece = channel->buffer(wrap_rank(me - distance, p), step) + me * segment * elem;
+      const int writer = wrap_rank(me - distance, p);
+      const char* piece = channel->buffer(writer, step) + slot(me, writer) * segment * elem;
       if (distance == 1)
         dist::kernels::sum_to_accumulator(acc_segment, own + begin * elem, piece, dtype, len);
       else

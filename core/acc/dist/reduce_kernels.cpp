@@ -47,21 +47,31 @@ void copy_streaming(void* dst_v, const void* src_v, size_t bytes) {
   _mm_sfence();
 }
 
-void copy_twice(void* dst_a, void* dst_b, const void* src_v, size_t bytes) {
+void copy_twice(void* dst_a, void* dst_b, const void* src_v, size_t bytes, bool stream_a) {
   auto* a = static_cast<char*>(dst_a);
   auto* b = static_cast<char*>(dst_b);
   const auto* src = static_cast<const char*>(src_v);
-  size_t i = 0;
+  // Streaming stores need a 32-byte aligned destination: plain head up to it.
+  const size_t head = stream_a ? std::min(bytes, (32 - reinterpret_cast<uintptr_t>(a) % 32) % 32) : 0;
+  std::memcpy(a, src, head);
+  std::memcpy(b, src, head);
+  size_t i = head;
   for (; i + 64 <= bytes; i += 64) {
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
     const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i), lo);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i + 32), hi);
+    if (stream_a) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(a + i), lo);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(a + i + 32), hi);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i + 32), hi);
+    }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b + i), lo);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b + i + 32), hi);
   }
   std::memcpy(a + i, src + i, bytes - i);
   std::memcpy(b + i, src + i, bytes - i);
+  if (stream_a) _mm_sfence();
 }
 
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n) {

@@ -26,9 +26,10 @@ void store_accumulator(void* acc, void* dst, DType dtype, int64_t n, float scale
 // skip the read-for-ownership of every destination line and do not evict the working set.
 // Ordered before anything this thread does afterwards (it ends with a store fence).
 void copy_streaming(void* dst, const void* src, size_t bytes);
-// memcpy to two destinations in one pass over src (plain stores): all_gather stages its shard
-// and keeps it in its output at once, reading the shard once instead of twice.
-void copy_twice(void* dst_a, void* dst_b, const void* src, size_t bytes);
+// memcpy to two destinations in one pass over src: all_gather stages its shard and keeps it in
+// its output at once, reading the shard once instead of twice. dst_a takes streaming stores
+// when `stream_a` (then ordered like copy_streaming), dst_b plain ones.
+void copy_twice(void* dst_a, void* dst_b, const void* src, size_t bytes, bool stream_a = false);
 
 namespace ref {
 void load_accumulator(void* acc, const void* src, DType dtype, int64_t n);

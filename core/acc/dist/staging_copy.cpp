@@ -20,24 +20,20 @@ size_t staging_buffer_bytes() {
 void StagingCopy::operator()(void* buffer, const void* src, size_t bytes, void* keep,
                              bool keep_streaming) {
   const bool timed = bytes >= kTimedBytes;
-  if (timed && streaming_left_ > 0) {
-    --streaming_left_;
+  const bool stream = timed && streaming_left_ > 0;
+  if (stream) --streaming_left_;
+  const auto start = std::chrono::steady_clock::now();
+  if (keep != nullptr && !keep_streaming) {
+    kernels::copy_twice(buffer, keep, src, bytes, stream);
+    keep = nullptr;  // done
+  } else if (stream) {
     kernels::copy_streaming(buffer, src, bytes);
   } else {
-    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (keep != nullptr && !keep_streaming) {
-      kernels::copy_twice(buffer, keep, src, bytes);
-      keep = nullptr;  // done
-    } else {
-      std::memcpy(buffer, src, bytes);
-    }
-    if (timed) record_plain(bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::memcpy(buffer, src, bytes);
   }
-  if (keep == nullptr) return;
-  if (keep_streaming)
-    kernels::copy_streaming(keep, src, bytes);
-  else
-    std::memcpy(keep, src, bytes);
+  if (timed && !stream)
+    record_plain(bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (keep != nullptr) kernels::copy_streaming(keep, src, bytes);  // keep_streaming
 }
 
 void StagingCopy::record_plain(size_t bytes, double seconds) {

@@ -84,18 +84,21 @@ TEST(ReduceKernels, IntegersWrapAndRejectScale) {
   EXPECT_THROW(store_accumulator(&acc_value, &out, DType::i32, 1, 0.5f), acc::Error);
 }
 
-// copy_twice against two memcpys: unaligned destinations and sizes around the 64-byte body;
+// copy_twice against two memcpys, with plain and streaming stores into the first destination:
+// unaligned destinations and sizes around the 32-byte head and the 64-byte body;
 // the bytes just outside both destinations must stay untouched.
 TEST(ReduceKernels, CopyTwiceMatchesMemcpy) {
   const std::vector<char> src = random_bytes(DType::i32, 1024, 8);
-  for (size_t offset : {0, 1, 33}) {
-    for (size_t bytes : {0, 1, 63, 64, 65, 300, 4000}) {
-      std::vector<char> a(4200, 'x'), b(4200, 'y'), want_a(4200, 'x'), want_b(4200, 'y');
-      copy_twice(a.data() + offset, b.data() + 2 * offset + 5, src.data() + 3, bytes);
-      std::memcpy(want_a.data() + offset, src.data() + 3, bytes);
-      std::memcpy(want_b.data() + 2 * offset + 5, src.data() + 3, bytes);
-      EXPECT_EQ(a, want_a) << "offset " << offset << ", bytes " << bytes;
-      EXPECT_EQ(b, want_b) << "offset " << offset << ", bytes " << bytes;
+  for (bool stream_a : {false, true}) {
+    for (size_t offset : {0, 1, 33}) {
+      for (size_t bytes : {0, 1, 31, 63, 64, 65, 97, 300, 4000}) {
+        std::vector<char> a(4200, 'x'), b(4200, 'y'), want_a(4200, 'x'), want_b(4200, 'y');
+        copy_twice(a.data() + offset, b.data() + 2 * offset + 5, src.data() + 3, bytes, stream_a);
+        std::memcpy(want_a.data() + offset, src.data() + 3, bytes);
+        std::memcpy(want_b.data() + 2 * offset + 5, src.data() + 3, bytes);
+        EXPECT_EQ(a, want_a) << "stream_a " << stream_a << ", offset " << offset << ", bytes " << bytes;
+        EXPECT_EQ(b, want_b) << "stream_a " << stream_a << ", offset " << offset << ", bytes " << bytes;
+      }
     }
   }
 }
