@@ -8,7 +8,7 @@ namespace acc::spmd {
 OutputSharding::OutputSharding(OutputShardingCallable shard_output, std::shared_ptr<Mesh> mesh, bool vocab_split)
     : shard_output_(std::move(shard_output)), mesh_(std::move(mesh)), vocab_split_(vocab_split) {}
 
-Tensor OutputSharding::apply(const Tensor& logits) const {
+Tensor OutputSharding::apply(const Tensor& logits, bool head_joined) const {
   const auto rank = static_cast<size_t>(logits.dim());
   const PartitionSpec spec = shard_output_ ? shard_output_.fn(logits) : first_dim_on("fsdp", rank);
   auto check = [&](bool ok, const std::string& why) {
@@ -24,7 +24,7 @@ Tensor OutputSharding::apply(const Tensor& logits) const {
         vocab_split_ ? "must split the last dim (the vocabulary) over model or keep it whole"
                      : "must keep the last dim whole: the head is not split over the vocabulary");
   Tensor out = logits;
-  if (vocab_split_ && last == whole) out = gather_slices(out, -1, mesh_->group("model"));
+  if (vocab_split_ && !head_joined && last == whole) out = gather_slices(out, -1, mesh_->group("model"));
   if (spec.dims[0] == whole) {
     const auto& group = mesh_->group("fsdp");
     out = gather_slices(out, 0, group, group->size());

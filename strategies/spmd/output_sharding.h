@@ -8,7 +8,8 @@
 //   dim 0   fsdp: this rank's samples      null: every sample (gathered over fsdp)
 //   last    model: this rank's vocabulary  null: the whole vocabulary (gathered over model)
 //
-// Other dims stay whole. The gathers are differentiable: a loss computed from gathered logits
+// Other dims stay whole. Inside summon_full_params the head is whole again, and so are the
+// logits over the vocabulary, whatever the spec says of the last dim. The gathers are differentiable: a loss computed from gathered logits
 // trains as one process on the whole batch would (the batch gather's gradient is scaled by the
 // fsdp size, which the engine's averaging of gradients over fsdp undoes).
 #include <memory>
@@ -24,7 +25,8 @@ class OutputSharding {
   // `vocab_split`: the head is split over the vocabulary across `model`.
   OutputSharding(OutputShardingCallable shard_output, std::shared_ptr<Mesh> mesh, bool vocab_split);
   // The logits as the spec asks; an error names shard_output, the spec and what it supports.
-  Tensor apply(const Tensor& logits) const;
+  // `head_joined`: summon_full_params has joined the head (the logits are whole already).
+  Tensor apply(const Tensor& logits, bool head_joined) const;
 
  private:
   OutputShardingCallable shard_output_;

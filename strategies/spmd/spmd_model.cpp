@@ -19,7 +19,7 @@ SpmdModel::SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp
 
 models::ModelOutput SpmdModel::forward(const data::Batch& batch) {
   models::ModelOutput out = engine_->forward(batch);
-  if (out.logits.defined()) out.logits = output_sharding_.apply(out.logits);
+  if (out.logits.defined()) out.logits = output_sharding_.apply(out.logits, tensor_parallel_->joined());
   return out;
 }
 

@@ -65,6 +65,8 @@ class TensorParallel {
   // into them with `writeback`.
   void join_parameters(models::Model& model);
   void restore_slices(models::Model& model, bool writeback) noexcept;
+  // Between join_parameters and restore_slices.
+  bool joined() const { return !stashed_.empty(); }
   // The whole parameter from every rank's slice: a collective over the group.
   Tensor gather(const ModelAxisSplit& split, const Tensor& slice) const;
   // Which indices of the whole parameter this rank's slice holds (take_slice's for this rank).
@@ -93,7 +95,6 @@ class TensorParallel {
   // Joined (summon_full_params): the slices of splits_, in order, while the whole parameters
   // stand in for them and the wrappers step aside. Empty otherwise.
   std::vector<Tensor> stashed_;
-  bool joined() const { return !stashed_.empty(); }
 };
 
 // This rank's slice of `full` under `split` (rank `rank` of `size`), and its inverse over the

@@ -41,6 +41,13 @@ TEST_P(SummonTensorParallel, TheModuleIsWholeAndEvaluatesAsOneProcess) {
     const Tensor logits = causal->logits(whole_batch["input_ids"]);
     const Tensor ref_logits = std::dynamic_pointer_cast<models::CausalLM>(one)->logits(whole_batch["input_ids"]);
     EXPECT_TRUE(all_close(logits.to_vector(), ref_logits.to_vector(), 1e-5f, 1e-5f));
+    // The wrapped model's forward in the scope returns the module's logits: whole over the
+    // vocabulary (the head is joined, nothing to gather), this rank's samples.
+    const auto wrapped = sharded->forward(batch);
+    const auto module_out = sharded->module().forward(batch);
+    ASSERT_TRUE(wrapped.logits.defined() && module_out.logits.defined());
+    EXPECT_EQ(wrapped.logits.shape(), module_out.logits.shape());
+    EXPECT_EQ(wrapped.logits.to_vector(), module_out.logits.to_vector());
   }
   // The slices and the tensor-parallel modules are back: the sharded forward is unchanged.
   EXPECT_EQ(sharded->forward(batch).loss.item(), sharded_loss);
