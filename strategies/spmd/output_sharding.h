@@ -9,9 +9,10 @@
 //   last    model: this rank's vocabulary  null: the whole vocabulary (gathered over model)
 //
 // Other dims stay whole. Inside summon_full_params the head is whole again, and so are the
-// logits over the vocabulary, whatever the spec says of the last dim. The gathers are differentiable: a loss computed from gathered logits
-// trains as one process on the whole batch would (the batch gather's gradient is scaled by the
-// fsdp size, which the engine's averaging of gradients over fsdp undoes).
+// logits over the vocabulary, whatever the spec says of the last dim. The gathers are
+// differentiable: a loss computed from gathered logits trains as one process on the whole
+// batch would (the batch gather's gradient is scaled by the fsdp size, which the engine's
+// averaging of gradients over fsdp undoes).
 #include <memory>
 
 #include "acc/config/config.h"

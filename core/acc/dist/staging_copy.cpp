@@ -22,18 +22,17 @@ void StagingCopy::operator()(void* buffer, const void* src, size_t bytes, void* 
   const bool timed = bytes >= kTimedBytes;
   const bool stream = timed && streaming_left_ > 0;
   if (stream) --streaming_left_;
-  const auto start = std::chrono::steady_clock::now();
-  if (keep != nullptr && !keep_streaming) {
+  const bool judged = timed && !stream;  // a plain copy worth timing
+  const auto start = judged ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  if (keep != nullptr && !keep_streaming)
     kernels::copy_twice(buffer, keep, src, bytes, stream);
-    keep = nullptr;  // done
-  } else if (stream) {
+  else if (stream)
     kernels::copy_streaming(buffer, src, bytes);
-  } else {
+  else
     std::memcpy(buffer, src, bytes);
-  }
-  if (timed && !stream)
+  if (judged)
     record_plain(bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (keep != nullptr) kernels::copy_streaming(keep, src, bytes);  // keep_streaming
+  if (keep != nullptr && keep_streaming) kernels::copy_streaming(keep, src, bytes);
 }
 
 void StagingCopy::record_plain(size_t bytes, double seconds) {
