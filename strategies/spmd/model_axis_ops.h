@@ -10,6 +10,16 @@
 //   gather_slices             all-gather of the ranks' slices  this rank's slice of the
 //                             along one dim                    gradient, times `scale`
 //
+// Sequence parallelism moves activations between whole and split along one dim (the
+// sequence) with the slices' extents known to every rank (split_sizes of the whole extent):
+//
+//   scatter_slices            this rank's slice of x (whole    all-gather of the slices: x's
+//                             and the same on every rank)      gradient is whole again
+//   gather_partial_slices     all-gather of the ranks' slices  reduce-scatter: each rank's gradient
+//                                                              of the whole is a partial sum
+//   reduce_scatter_slices     reduce-scatter of partial sums,  all-gather
+//                             each rank keeping its slice
+//
 // Splits over the group are as even as they can be: rank r of n holds split_sizes(extent, n)[r]
 // (the first extent % n ranks one more), so a vocabulary of 50257 splits too.
 #include <memory>
@@ -26,6 +36,16 @@ Tensor reduce_partial_sums(const Tensor& x, const std::shared_ptr<dist::ProcessG
 // `scale` multiplies the gradient's slice: over a data-parallel axis, whose gradients the
 // strategy averages, a loss computed from the whole tensor needs the group's size there.
 Tensor gather_slices(const Tensor& x, int dim, const std::shared_ptr<dist::ProcessGroup>& group, double scale = 1.0);
+// The same with the ranks' extents along `dim` known (no exchange of them first).
+Tensor gather_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
+                     const std::shared_ptr<dist::ProcessGroup>& group, double scale = 1.0);
+
+Tensor scatter_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
+                      const std::shared_ptr<dist::ProcessGroup>& group);
+Tensor gather_partial_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
+                             const std::shared_ptr<dist::ProcessGroup>& group);
+Tensor reduce_scatter_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
+                             const std::shared_ptr<dist::ProcessGroup>& group);
 
 std::vector<int64_t> split_sizes(int64_t extent, int ranks);
 

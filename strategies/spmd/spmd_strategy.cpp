@@ -29,8 +29,9 @@ ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::stri
 }
 
 // Module output rules (activation sharding) the engine runs: the batch over fsdp (each fsdp
-// rank computes its own samples), the last dim over `model` where a column-parallel Linear
-// leaves it so, every other dim whole.
+// rank computes its own samples), the sequence (dim 1 of three or more) over `model` for a run
+// of layers (sequence parallelism, checked by SequenceParallel::plan), the last dim over
+// `model` where a column-parallel Linear leaves it so, every other dim whole.
 void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
                         const TensorParallel& tensor_parallel, const Mesh& mesh) {
   std::map<std::string, nn::Module*> modules;
@@ -49,9 +50,11 @@ void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
       fail("must split dim 0 (the batch) over fsdp: SPMD is data parallel over that axis");
     for (size_t d = 1; d < dims.size(); ++d) {
       if (dims[d].empty()) continue;
-      const bool last_over_model = d + 1 == dims.size() && dims[d] == std::vector<std::string>{"model"};
-      if (!last_over_model)
-        fail("is not supported: past the batch only the last dim may be split, over `model`");
+      const bool over_model = dims[d] == std::vector<std::string>{"model"};
+      const bool sequence = d == 1 && dims.size() >= 3, last = d + 1 == dims.size();
+      if (!over_model || !(sequence || last))
+        fail("is not supported: past the batch only the sequence (dim 1) or the last dim may be split, over `model`");
+      if (sequence) continue;  // sequence parallelism: SequenceParallel::plan checked the layers
       if (model_axis && !tensor_parallel.splits_output(m))
         fail("splits the last dim over `model`, which only a column-parallel Linear's output is");
     }

@@ -82,12 +82,15 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
                           : "only a column-parallel Linear's output is split");
     if (kind != column.end()) linears_.push_back({m, kind->second});
   }
+  sequence_ = SequenceParallel::plan(model, sharding, [&](const nn::Module* m) { return column.count(m) > 0; }, group_);
+  for (auto& l : linears_) l.in_split_sequence = sequence_ && sequence_->contains(l.module);
   if (n == 1) {  // the specs are valid; with one rank along `model` nothing is split
     splits_.clear();
     linears_.clear();
     embeddings_.clear();
     vocab_parallel_head_ = false;
     head_owner_ = nullptr;
+    sequence_.reset();
   }
 }
 
@@ -118,19 +121,23 @@ void TensorParallel::slice_parameters(models::Model& model) const {
 
 void TensorParallel::install() {
   for (const auto& l : linears_) {
-    if (l.column)
+    if (l.column)  // the input whole on every rank: gathered over the sequence where it is split
       hooks_.push_back(l.module->add_call_wrapper(
-          [this, g = group_](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
-            return inner(joined() ? x : enter_parallel_region(x, g));
+          [this, g = group_, seq = l.in_split_sequence](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+            if (joined()) return inner(x);
+            return inner(seq ? sequence_->gather_input(x) : enter_parallel_region(x, g));
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
       hooks_.push_back(l.module->add_call_wrapper(
-          [this, g = group_](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
+          [this, g = group_, seq = l.in_split_sequence](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
-            Tensor y = reduce_partial_sums(ops::linear(x, m.param("weight")), g);
-            return m.has_param("bias") ? ops::add(y, m.param("bias")) : y;
+            const Tensor partial = ops::linear(x, m.param("weight"));
+            const Tensor y = seq ? sequence_->scatter_partial_sums(partial) : reduce_partial_sums(partial, g);
+            if (!m.has_param("bias")) return y;
+            return ops::add(y, seq ? sequence_->reduced_grad(m.param("bias")) : m.param("bias"));
           }));
   }
+  if (sequence_) sequence_->install(hooks_, [this] { return joined(); });
   for (const auto& e : embeddings_)
     // The vocabulary-parallel lookup: this rank's rows where it holds the id, summed over the
     // group; the output's gradient (the same on every rank) goes into this rank's rows.

@@ -14,7 +14,8 @@
 // produced and adds its whole bias once, after the sum. The head's loss completes each token's
 // softmax over the ranks' vocabulary rows, and an embedding split by rows (GPT-2's is the tied
 // head too) looks up the ids its rows hold and sums the pieces over the group. Any other spec
-// that uses `model` is an error naming the module.
+// that uses `model` is an error naming the module. Output rules that split the sequence over
+// `model` add sequence parallelism (sequence_parallel.h) to the layers they name.
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "acc/dist/process_group.h"
 #include "acc/models/model.h"
 #include "acc/spmd/sharding_rules.h"
+#include "sequence_parallel.h"
 
 namespace acc::spmd {
 
@@ -52,6 +54,8 @@ class TensorParallel {
   const ModelAxisSplit* split_of(const std::string& name) const;
   // True for a column-parallel Linear: its output is split on the last dim over `model`.
   bool splits_output(const nn::Module* module) const;
+  // True when the output rules split the sequence of some layers over `model`.
+  bool splits_sequence() const { return sequence_ != nullptr; }
 
   // Replaces each split parameter of `model` by this rank's slice (before the fsdp engine
   // takes the parameters over).
@@ -76,6 +80,7 @@ class TensorParallel {
   struct ParallelLinear {
     nn::Module* module;
     bool column;  // else row-parallel
+    bool in_split_sequence = false;  // inside a layer sequence parallelism splits
   };
   struct ParallelEmbedding {
     nn::Module* module;
@@ -90,6 +95,7 @@ class TensorParallel {
   std::vector<ParallelLinear> linears_;
   std::vector<ParallelEmbedding> embeddings_;
   bool vocab_parallel_head_ = false;
+  std::unique_ptr<SequenceParallel> sequence_;  // null unless an output rule splits the sequence
   std::vector<autograd::HookHandle> hooks_;
   models::CausalLM* head_owner_ = nullptr;
   // Joined (summon_full_params): the slices of splits_, in order, while the whole parameters

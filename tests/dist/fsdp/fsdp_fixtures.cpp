@@ -104,8 +104,10 @@ RunResult run_sharded(ShardedModel& sharded, data::DataLoader& loader, dist::Pro
   return result;
 }
 
-data::DataLoader global_loader(const std::string& kind, int64_t steps, int64_t global_batch) {
-  return data::DataLoader(make_dataset(kind, steps * global_batch),
+// `seq` > 0: token windows of that length instead of the family's dataset.
+data::DataLoader global_loader(const std::string& kind, int64_t steps, int64_t global_batch, int64_t seq = 0) {
+  const int64_t samples = steps * global_batch;
+  return data::DataLoader(seq > 0 ? make_token_dataset(samples, kVocab, seq) : make_dataset(kind, samples),
                           {.batch_size = global_batch, .prefetch = 0});
 }
 
@@ -159,8 +161,8 @@ std::shared_ptr<const data::Dataset> make_token_dataset(int64_t samples, int64_t
 }
 
 RunResult run_accelerated(const std::string& kind, const Config& config, int64_t steps,
-                          int64_t global_batch) {
-  auto [sharded, loader] = accelerate(make_model(kind), global_loader(kind, steps, global_batch), config);
+                          int64_t global_batch, int64_t seq) {
+  auto [sharded, loader] = accelerate(make_model(kind), global_loader(kind, steps, global_batch, seq), config);
   return run_sharded(*sharded, loader, world(), steps);
 }
 
@@ -176,8 +178,8 @@ RunResult run_one_rank(const std::string& kind, const Config& config, int64_t st
   return run_sharded(*sharded, loader, *alone, steps);
 }
 
-RunResult run_single_process(const std::string& kind, int64_t steps, int64_t global_batch) {
-  auto loader = global_loader(kind, steps, global_batch);
+RunResult run_single_process(const std::string& kind, int64_t steps, int64_t global_batch, int64_t seq) {
+  auto loader = global_loader(kind, steps, global_batch, seq);
   auto model = make_model(kind);
   optim::AdamW opt(decay_groups(*model), {.lr = kLr});
   RunResult result = train(

@@ -51,12 +51,13 @@ struct RunResult {
 inline constexpr double kLr = 1e-3, kWeightDecay = 0.1, kMaxNorm = 0.5;
 
 // `steps` AdamW steps with clipping through acc::accelerate on the world. Losses are averaged
-// over the data-parallel ranks, parameters gathered whole.
+// over the data-parallel ranks, parameters gathered whole. `seq` > 0: a language model's
+// windows are that long instead of 16 tokens.
 RunResult run_accelerated(const std::string& kind, const Config& config, int64_t steps,
-                          int64_t global_batch);
+                          int64_t global_batch, int64_t seq = 0);
 // The same steps on this process alone, on whole global batches, without any strategy: a
 // plain model, optim::AdamW over its parameters (the same decay rule), optim::clip_grad_norm.
-RunResult run_single_process(const std::string& kind, int64_t steps, int64_t global_batch);
+RunResult run_single_process(const std::string& kind, int64_t steps, int64_t global_batch, int64_t seq = 0);
 // One process through the engine (NO_SHARD on a group of its own): what a plain bf16 run is,
 // since mixed precision is the strategy's.
 RunResult run_one_rank(const std::string& kind, const Config& config, int64_t steps,

@@ -1,6 +1,7 @@
 // SPMD against one process: k AdamW steps with clipping on the same global batches give the
 // same losses, gradient norms and parameters, for FSDPv2's default sharding, the shipped
-// fsdp rules files, and fsdp x tensor parallel with the shipped fsdp-tp rules files (mesh
+// fsdp rules files, and fsdp x tensor parallel with the shipped fsdp-tp and fsdp-tp-sp
+// (sequence parallel) rules files (mesh
 // (1, 1), (1, 2) or (2, 2) at 1, 2 or 4 ranks), also with activation checkpointing and
 // forward prefetch. The tensor-parallel GPT-2 splits the packed
 // c_attn per q, k and v: a split across them would mix heads and fail here.
@@ -38,8 +39,9 @@ Config config_for(const Case& c) {
   if (layout == "default") return spmd_config(kind, {n, 1}, "", bf16);
   const std::string family = kind.substr(0, kind.find('_'));
   if (layout == "fsdp_rules") return spmd_config(kind, {n, 1}, family + "-fsdp.yaml", bf16);
-  Config config = spmd_config(kind, fsdp_tp_mesh(), family + "-fsdp-tp.yaml", bf16);
-  if (layout == "fsdp_tp_levers") {  // the engine's levers under tensor parallelism: the
+  const bool sequence = layout.starts_with("fsdp_tp_sp");
+  Config config = spmd_config(kind, fsdp_tp_mesh(), family + (sequence ? "-fsdp-tp-sp.yaml" : "-fsdp-tp.yaml"), bf16);
+  if (layout.ends_with("_levers")) {  // the engine's levers under tensor parallelism: the
     // recomputed forward re-runs the model-axis collectives inside the backward
     config.dist.fsdp.activation_checkpointing = true;
     config.dist.fsdp.forward_prefetch = true;
@@ -77,6 +79,15 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 // The head split over a vocabulary of 515: ranks hold 258 and 257 rows.
 INSTANTIATE_TEST_SUITE_P(SpmdUneven, SpmdEquivalence,
                          ::testing::Values(Case{"llama_odd_vocab", "fsdp_tp", false}), case_name);
+
+// Sequence parallelism: the layers' outputs split over the sequence across `model` too
+// (<family>-fsdp-tp-sp.yaml); sequence_parallel_test.cpp adds a sequence that splits unevenly.
+INSTANTIATE_TEST_SUITE_P(SpmdSequence, SpmdEquivalence,
+                         ::testing::Values(Case{"gpt2", "fsdp_tp_sp", false}, Case{"llama", "fsdp_tp_sp", false},
+                                           Case{"gpt2", "fsdp_tp_sp_levers", false},
+                                           Case{"llama", "fsdp_tp_sp_levers", false},
+                                           Case{"gpt2", "fsdp_tp_sp", true}, Case{"llama", "fsdp_tp_sp", true}),
+                         case_name);
 
 INSTANTIATE_TEST_SUITE_P(Spmd, SpmdEquivalence,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),

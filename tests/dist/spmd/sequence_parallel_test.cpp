@@ -1,0 +1,104 @@
+// Sequence parallelism (output rules splitting the layers' sequence over `model`): a sequence
+// that splits unevenly trains as one process, the norms hold only their slice of the residual
+// stream, and rules
+// it cannot run are errors naming the rule and the module. The even cases run in
+// equivalence_test.cpp (layouts fsdp_tp_sp*).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "acc/memory/allocator.h"
+#include "spmd_fixtures.h"
+#include "support/test_support.h"
+
+namespace acc::test {
+namespace {
+
+// 15 tokens: rank 0 of `model` holds 8, rank 1 holds 7.
+TEST(SequenceParallel, UnevenSequenceTrainsAsOneProcess) {
+  constexpr int64_t kSteps = 3, kGlobalBatch = 8, kOddSeq = 15;
+  const Config config = spmd_config("llama", fsdp_tp_mesh(), "llama-fsdp-tp-sp.yaml");
+  const RunResult sp = run_accelerated("llama", config, kSteps, kGlobalBatch, kOddSeq);
+  const RunResult single = run_single_process("llama", kSteps, kGlobalBatch, kOddSeq);
+  // The bounds of equivalence_test.cpp's tensor-parallel cases.
+  EXPECT_TRUE(all_close(sp.losses, single.losses, 1e-5f, 0.f));
+  EXPECT_TRUE(all_close(sp.norms, single.norms, 1e-5f, 0.f)) << "gradient norms";
+  ASSERT_EQ(sp.params.size(), single.params.size());
+  for (size_t i = 0; i < single.params.size(); ++i)
+    EXPECT_TRUE(all_close(sp.params[i].second, single.params[i].second, 1e-5f, 5e-5f)) << single.params[i].first;
+}
+
+// Llama tiny (4 layers of width 128) at 128-token windows, a global batch of 4 per fsdp rank
+// pair: one step's activation peak per rank under `rules` on the tensor-parallel mesh, and the
+// tokens of this rank's batch.
+struct Peak {
+  int64_t bytes = 0, tokens = 0;
+};
+Peak activation_peak(const std::string& rules) {
+  auto c = models::LlamaConfig::tiny();
+  c.vocab_size = 512;  // keep the head's share small: it is not in the split layers
+  data::DataLoader loader(make_token_dataset(4 * world().size(), 512, 128), {.batch_size = 4, .prefetch = 0});
+  auto [sharded, rank_loader] =
+      accelerate(std::make_shared<models::Llama>(c, 0), loader, spmd_config("llama", fsdp_tp_mesh(), rules));
+  memory::reset_peaks();
+  const int64_t before = memory::report()[memory::Category::activations].current;
+  Peak peak;
+  for (auto& batch : rank_loader) {
+    sharded->forward(batch).loss.backward();
+    peak.tokens = batch["input_ids"].numel();
+  }
+  peak.bytes = memory::report()[memory::Category::activations].peak - before;
+  return peak;
+}
+
+// Each layer's two RMSNorms save their input, the residual stream: with the sequence split
+// they hold 1/model of it. The rest (the gathered inputs of the column-parallel projections,
+// attention, the MLP's hidden units) is what tensor parallelism holds already.
+TEST(SequenceParallel, NormsHoldTheirSliceOfTheResidualStream) {
+  const int model = fsdp_tp_mesh()[1];
+  if (model == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
+  const Peak tp = activation_peak("llama-fsdp-tp.yaml"), sp = activation_peak("llama-fsdp-tp-sp.yaml");
+  const double layers = 4, width = 128;
+  const double expected = layers * 2 * static_cast<double>(tp.tokens) * width * 4 * (1.0 - 1.0 / model);
+  const double saved = static_cast<double>(tp.bytes - sp.bytes);
+  std::printf("activation peak per rank: %.2f MB tensor parallel, %.2f MB with the sequence split "
+              "(%.2fx): %.2f MB less, the norms' inputs %.2f MB\n", tp.bytes / 1e6, sp.bytes / 1e6,
+              static_cast<double>(sp.bytes) / static_cast<double>(tp.bytes), saved / 1e6, expected / 1e6);
+  EXPECT_GE(saved, 0.9 * expected);
+}
+
+// The error of accelerating GPT-2 under `rules` (a rules file's text) on the fsdp x tp mesh.
+std::string error_with_rules(const std::string& rules) {
+  const auto dir = fresh_dir("sequence_parallel_errors");
+  const std::string path = (dir / "rules.yaml").string();
+  std::ofstream(path) << rules;
+  Config config = spmd_config("gpt2", fsdp_tp_mesh());
+  config.dist.spmd.sharding_rules = path;
+  data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 4});
+  return error_of([&] { accelerate(make_model("gpt2"), loader, config); });
+}
+
+void expect_contains(const std::string& error, const std::vector<std::string>& parts) {
+  for (const auto& part : parts) EXPECT_NE(error.find(part), std::string::npos) << error;
+}
+
+// Attention mixes tokens: with the sequence split, it must run between the column-parallel
+// gather and the row-parallel reduce-scatter.
+TEST(SequenceParallel, EveryLinearInASplitLayerMustBeSplitOverModel) {
+  expect_contains(error_with_rules("transformer.h.*: [fsdp, model, null]\n"),
+                  {"transformer.h.*", "Linear 'transformer.h.0.attn.c_attn'", "column- or row-parallel"});
+}
+
+TEST(SequenceParallel, OnlyLayersOfAStack) {
+  expect_contains(error_with_rules("transformer.ln_f: [fsdp, model, null]\n"),
+                  {"transformer.ln_f", "a run of consecutive layers of one stack"});
+}
+
+TEST(SequenceParallel, OtherMiddleDimsAreErrors) {
+  expect_contains(error_with_rules("transformer.h.*: [fsdp, null, model, null]\n"),
+                  {"transformer.h.*", "only the sequence (dim 1) or the last dim"});
+}
+
+}  // namespace
+}  // namespace acc::test
