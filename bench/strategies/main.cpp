@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -234,21 +235,35 @@ struct Bench {
 
   // SPMD against FULL_SHARD on the same ranks: FSDPv2's default on mesh (N, 1) (target: within
   // 10% of FULL_SHARD's tokens/s and model state), and at 4 ranks fsdp x tensor parallel on
-  // mesh (2, 2) with gpt2-fsdp-tp.yaml (its embeddings split over fsdp only, so more state).
+  // mesh (2, 2) with gpt2-fsdp-tp.yaml, then with the sequence split too (gpt2-fsdp-tp-sp.yaml):
+  // its tokens/s and activation peak against fsdp-tp's.
   void spmd_rows(bool bf16, const Result& full_shard) {
     const int n = world().size();
     std::vector<std::tuple<std::string, std::vector<int>, std::string, double>> meshes{
         {"SPMD (" + std::to_string(n) + ",1)", {n, 1}, "", 0.9}};
-    if (n == 4) meshes.emplace_back("SPMD (2,2) fsdp-tp", std::vector<int>{2, 2}, "gpt2-fsdp-tp.yaml", 0.0);
+    if (n == 4) {
+      meshes.emplace_back("SPMD (2,2) fsdp-tp", std::vector<int>{2, 2}, "gpt2-fsdp-tp.yaml", 0.0);
+      meshes.emplace_back("SPMD (2,2) fsdp-tp-sp", std::vector<int>{2, 2}, "gpt2-fsdp-tp-sp.yaml", 0.0);
+    }
+    std::optional<Result> tensor_parallel;
     for (const auto& [name, mesh, rules, target] : meshes) {
       const Result r = run(spmd_config(mesh, rules, bf16));
       const std::string label = name + (bf16 ? " bf16" : " f32");
       rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD", target});
       rows.push_back({label + " model state/rank", "MB", model_state_mb(r), model_state_mb(full_shard), "FULL_SHARD",
                       target > 0 ? 1.1 : 0.0});
+      const double activations = megabytes(r.peaks[memory::Category::activations].peak);
+      if (rules == "gpt2-fsdp-tp.yaml") tensor_parallel = r;
+      if (rules == "gpt2-fsdp-tp-sp.yaml" && tensor_parallel) {
+        rows.push_back({label + " tokens/s vs fsdp-tp", "tok/s", r.tokens_per_s, tensor_parallel->tokens_per_s,
+                        "SPMD (2,2) fsdp-tp", 0.9});
+        rows.push_back({label + " peak activations", "MB", activations,
+                        megabytes(tensor_parallel->peaks[memory::Category::activations].peak), "SPMD (2,2) fsdp-tp", 0});
+      }
       if (world().rank() == 0)
-        std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), model state %.0f MB/rank (FULL_SHARD %.0f)\n",
-                    label.c_str(), r.tokens_per_s, full_shard.tokens_per_s, model_state_mb(r), model_state_mb(full_shard));
+        std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), model state %.0f MB/rank (FULL_SHARD %.0f), "
+                    "activation peak %.0f MB/rank\n", label.c_str(), r.tokens_per_s, full_shard.tokens_per_s,
+                    model_state_mb(r), model_state_mb(full_shard), activations);
       std::fflush(stdout);
     }
   }

@@ -16,27 +16,8 @@ Tensor all_reduced(const Tensor& x, dist::ProcessGroup& group) {
   return sum;
 }
 
-// The sum over the group of every rank's whole `x`, keeping this rank's slice along `dim`.
-Tensor summed_slice(const Tensor& x, size_t dim, const std::vector<int64_t>& extents, dist::ProcessGroup& group) {
-  std::vector<Tensor> flat_slices;  // rank-major, so each rank's slice is one contiguous run
-  std::vector<int64_t> counts;
-  for (const Tensor& slice : ops::split(x, extents, static_cast<int64_t>(dim))) {
-    flat_slices.push_back(slice.view({slice.numel()}));
-    counts.push_back(slice.numel());
-  }
-  Shape shape = x.shape();
-  shape[dim] = extents[static_cast<size_t>(group.rank())];
-  Tensor mine = Tensor::empty(shape, x.dtype());
-  group.reduce_scatter_v(ops::concat(flat_slices, 0), mine.view({mine.numel()}), counts);
-  return mine;
-}
-
 Tensor rank_slice(const Tensor& x, size_t dim, const std::vector<int64_t>& extents, int rank) {
   return ops::split(x, extents, static_cast<int64_t>(dim))[static_cast<size_t>(rank)];
-}
-
-Tensor joined_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents, dist::ProcessGroup& group) {
-  return ops::concat(all_gather_slices(mine, dim, extents, group), static_cast<int64_t>(dim));
 }
 
 size_t positive_dim(int dim, const Tensor& x) { return static_cast<size_t>(dim < 0 ? dim + x.dim() : dim); }
@@ -99,20 +80,6 @@ Tensor scatter_slices(const Tensor& x, int dim, const std::vector<int64_t>& exte
       });
 }
 
-Tensor gather_partial_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
-                             const std::shared_ptr<dist::ProcessGroup>& group) {
-  if (group->size() == 1) return x;
-  const size_t d = positive_dim(dim, x);
-  return autograd::apply_function(
-      "GatherPartialSlices", {x},
-      [group, extents, d](autograd::FunctionContext&, const std::vector<Tensor>& in) {
-        return joined_slices(in[0], d, extents, *group);
-      },
-      [group, extents, d](autograd::FunctionContext&, const Tensor& grad) -> std::vector<Tensor> {
-        return {summed_slice(grad, d, extents, *group)};
-      });
-}
-
 Tensor reduce_scatter_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
                              const std::shared_ptr<dist::ProcessGroup>& group) {
   if (group->size() == 1) return x;
@@ -125,6 +92,24 @@ Tensor reduce_scatter_slices(const Tensor& x, int dim, const std::vector<int64_t
       [group, extents, d](autograd::FunctionContext&, const Tensor& grad) -> std::vector<Tensor> {
         return {joined_slices(grad, d, extents, *group)};
       });
+}
+
+Tensor summed_slice(const Tensor& x, size_t dim, const std::vector<int64_t>& extents, dist::ProcessGroup& group) {
+  std::vector<Tensor> flat_slices;  // rank-major, so each rank's slice is one contiguous run
+  std::vector<int64_t> counts;
+  for (const Tensor& slice : ops::split(x, extents, static_cast<int64_t>(dim))) {
+    flat_slices.push_back(slice.view({slice.numel()}));
+    counts.push_back(slice.numel());
+  }
+  Shape shape = x.shape();
+  shape[dim] = extents[static_cast<size_t>(group.rank())];
+  Tensor mine = Tensor::empty(shape, x.dtype());
+  group.reduce_scatter_v(ops::concat(flat_slices, 0), mine.view({mine.numel()}), counts);
+  return mine;
+}
+
+Tensor joined_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents, dist::ProcessGroup& group) {
+  return ops::concat(all_gather_slices(mine, dim, extents, group), static_cast<int64_t>(dim));
 }
 
 std::vector<Tensor> all_gather_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents,

@@ -15,8 +15,6 @@
 //
 //   scatter_slices            this rank's slice of x (whole    all-gather of the slices: x's
 //                             and the same on every rank)      gradient is whole again
-//   gather_partial_slices     all-gather of the ranks' slices  reduce-scatter: each rank's gradient
-//                                                              of the whole is a partial sum
 //   reduce_scatter_slices     reduce-scatter of partial sums,  all-gather
 //                             each rank keeping its slice
 //
@@ -42,12 +40,16 @@ Tensor gather_slices(const Tensor& x, int dim, const std::vector<int64_t>& exten
 
 Tensor scatter_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
                       const std::shared_ptr<dist::ProcessGroup>& group);
-Tensor gather_partial_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
-                             const std::shared_ptr<dist::ProcessGroup>& group);
 Tensor reduce_scatter_slices(const Tensor& x, int dim, const std::vector<int64_t>& extents,
                              const std::shared_ptr<dist::ProcessGroup>& group);
 
 std::vector<int64_t> split_sizes(int64_t extent, int ranks);
+
+// Not differentiable: the ranks' slices along `dim` joined in rank order (one all_gather_v), and
+// the sum over the group of every rank's whole `x`, this rank keeping its slice along `dim`
+// (one reduce_scatter_v).
+Tensor joined_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents, dist::ProcessGroup& group);
+Tensor summed_slice(const Tensor& x, size_t dim, const std::vector<int64_t>& extents, dist::ProcessGroup& group);
 
 // Not differentiable: every rank's slice of a tensor split along `dim`, rank r's holding
 // extents[r] indices of it (its other dims those of `mine`), in rank order: one all_gather_v,

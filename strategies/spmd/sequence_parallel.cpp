@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <map>
 
+#include "acc/autograd/function.h"
+#include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/ops/ops.h"
 #include "acc/util/error.h"
+#include "acc/util/profiler.h"
 #include "model_axis_ops.h"
 
 namespace acc::spmd {
@@ -109,19 +113,79 @@ Tensor SequenceParallel::call_layer(nn::Module& layer, const Tensor& x, const nn
               x.describe(), ", not this rank's ", local_extent(), " of the sequence's ", x.size(1), " tokens: ",
               "the split layers must be called one after another, the first one first");
   }
-  last_input_ = last_gathered_ = Tensor();
+  release_input();
   Tensor y = inner(in);
-  last_input_ = last_gathered_ = Tensor();
+  release_input();
   return &layer == layers_.back() ? gather_slices(y, 1, extents_, group_) : y;
 }
 
-Tensor SequenceParallel::gather_input(const Tensor& x) {
-  if (last_input_.defined() && x.is_same(last_input_)) return last_gathered_;
-  ACC_CHECK(x.dim() >= 3 && x.size(1) == local_extent(), "SPMD: sequence parallelism: a column-parallel ",
-            "Linear in a split layer got ", x.describe(), ", not this rank's ", local_extent(), " tokens");
-  last_input_ = x;
-  last_gathered_ = gather_partial_slices(x, 1, extents_, group_);
-  return last_gathered_;
+// The input of the column-parallel Linears that read one tensor in a split layer (q, k and v):
+// gathered once in forward, kept until the layer returns, and gathered once more in backward,
+// where the Linears' partial input gradients are summed and reduce-scattered when the last of
+// them has run. In between only this rank's tokens are saved, as in Megatron-LM. The count
+// assumes every recorded Linear's output receives a gradient, as each of a layer's does.
+struct SequenceParallel::SharedInput {
+  Tensor split;     // this rank's tokens
+  Tensor gathered;  // every token, while a pass needs them
+  Tensor grad;      // the sum of the Linears' partial gradients of `gathered`
+  int pending = 0;  // Linears recorded in forward whose backward has not run
+};
+
+void SequenceParallel::release_input() {
+  if (shared_input_) shared_input_->gathered = Tensor();
+  shared_input_.reset();
+  last_input_ = Tensor();
+}
+
+Tensor SequenceParallel::column_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (!last_input_.defined() || !x.is_same(last_input_)) {
+    ACC_CHECK(x.dim() >= 3 && x.size(1) == local_extent(), "SPMD: sequence parallelism: a column-parallel ",
+              "Linear in a split layer got ", x.describe(), ", not this rank's ", local_extent(), " tokens");
+    release_input();
+    last_input_ = x;
+    shared_input_ = std::make_shared<SharedInput>();
+    shared_input_->split = x.detach();
+    ACC_PROFILE("sequence_parallel.gather_input");
+    shared_input_->gathered = joined_slices(shared_input_->split, 1, extents_, *group_);
+  }
+  auto shared = shared_input_;
+  const bool input_grad = autograd::GradMode::is_enabled() && x.requires_grad();
+  if (input_grad) ++shared->pending;
+  std::vector<Tensor> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  auto forward = [shared](autograd::FunctionContext& ctx, const std::vector<Tensor>& in) {
+    ctx.saved = {in[1].detach()};
+    return ops::linear(shared->gathered, in[1], in.size() > 2 ? in[2] : Tensor());
+  };
+  auto backward = [shared, input_grad, group = group_, extents = extents_](autograd::FunctionContext& ctx,
+                                                                          const Tensor& grad) {
+    const Tensor& w = ctx.saved[0];
+    if (!shared->gathered.defined()) {
+      ACC_PROFILE("sequence_parallel.gather_input");
+      shared->gathered = joined_slices(shared->split, 1, extents, *group);
+    }
+    // The products in the dtype ops::linear computes them in (bf16 when either operand is),
+    // with f32 results as its gradients have.
+    const DType dtype = w.dtype() == DType::bf16 || shared->split.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+    const int64_t out = w.size(0), in = w.size(1), rows = grad.numel() / out;
+    const Tensor g = ops::cast(grad, dtype).view({rows, out});
+    std::vector<Tensor> grads(ctx.needs_input_grad.size());
+    if (ctx.needs_input_grad[1])
+      grads[1] = ops::matmul(g, ops::cast(shared->gathered, dtype).view({rows, in}), /*trans_a=*/true);
+    if (grads.size() > 2 && ctx.needs_input_grad[2])  // the bias: the output gradient summed over the tokens
+      grads[2] = ops::matmul(Tensor::full({1, rows}, 1.0), ops::cast(grad, DType::f32).view({rows, out})).view({out});
+    if (input_grad) {
+      const Tensor partial = ops::matmul(g, ops::cast(w, dtype)).view(shared->gathered.shape());
+      shared->grad = shared->grad.defined() ? autograd::sum_gradients(std::move(shared->grad), partial) : partial;
+      if (--shared->pending == 0) {
+        ACC_PROFILE("sequence_parallel.reduce_scatter_input_grad");
+        grads[0] = summed_slice(shared->grad, 1, extents, *group);
+        shared->grad = shared->gathered = Tensor();
+      }
+    }
+    return grads;
+  };
+  return autograd::apply_function("SequenceParallelLinear", inputs, forward, backward);
 }
 
 Tensor SequenceParallel::scatter_partial_sums(const Tensor& y) {

@@ -7,9 +7,10 @@
 //
 //   where                           forward                           backward
 //   the first split layer's input   this rank's slice (scatter)       all-gather
-//   a column-parallel Linear        all-gather of its input, once     reduce-scatter (each rank's
-//                                   for every Linear reading the      gradient is a partial sum)
-//                                   same tensor (q, k and v)
+//   a column-parallel Linear        all-gather of its input, once     all-gather again, then
+//                                   for every Linear reading the      reduce-scatter of the summed
+//                                   same tensor (q, k and v); only    partial gradients, once for
+//                                   the slice is saved                those Linears
 //   a row-parallel Linear           reduce-scatter of the partial     all-gather
 //                                   sums (in place of all-reduce)
 //   a parameter whole over `model`  unchanged                         all-reduce: computed from
@@ -56,10 +57,12 @@ class SequenceParallel {
   // (summon_full_params) the hooks step aside.
   void install(std::vector<autograd::HookHandle>& hooks, std::function<bool()> bypass);
 
-  // For the tensor-parallel Linears inside the split layers.
-  Tensor gather_input(const Tensor& x);              // column-parallel
-  Tensor scatter_partial_sums(const Tensor& y);      // row-parallel
-  Tensor reduced_grad(const Tensor& parameter) const;  // a row-parallel bias
+  // For the tensor-parallel Linears inside the split layers: a column-parallel one's product
+  // (x this rank's tokens, the output every token's), a row-parallel one's reduce-scatter, and
+  // its bias with the gradient all-reduced.
+  Tensor column_linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+  Tensor scatter_partial_sums(const Tensor& y);
+  Tensor reduced_grad(const Tensor& parameter) const;
 
  private:
   Tensor call_layer(nn::Module& layer, const Tensor& x, const nn::Module::Inner& inner);
@@ -71,11 +74,15 @@ class SequenceParallel {
   std::vector<std::pair<nn::Module*, std::vector<std::string>>> replicated_;
   std::set<const nn::Module*> inside_;
   std::shared_ptr<dist::ProcessGroup> group_;
+  struct SharedInput;
+  // Forgets the last column-parallel input, releasing its gathered tokens.
+  void release_input();
+
   std::vector<int64_t> extents_;  // the ranks' slices of the current forward's sequence
-  // The last column-parallel input gathered and its gathered tensor, until the layer returns:
-  // q, k and v (gate and up) read one tensor, gathered once; their gradients meet in it, and
-  // one reduce-scatter returns them.
-  Tensor last_input_, last_gathered_;
+  // The last column-parallel input and what its Linears share, until another input comes or
+  // the layer returns: q, k and v (gate and up) read one tensor.
+  Tensor last_input_;
+  std::shared_ptr<SharedInput> shared_input_;
 };
 
 }  // namespace acc::spmd

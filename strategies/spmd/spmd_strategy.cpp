@@ -128,8 +128,9 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   // The fsdp axis alone splits the embedding and head by rows (FSDPv2 shards dim 0), as the
   // vocabulary-parallel units do; tensor parallelism splits the head over `model` itself.
   options.vocab_parallel = options.vocab_parallel && model_group->size() == 1;
-  log::debug("SPMD: {}, {} units, {} parameters split over model, {} whole over fsdp",
-             mesh_->describe(), plans.size(), tensor_parallel->splits().size(), whole.size());
+  log::debug("SPMD: {}, {} units, {} parameters split over model{}, {} whole over fsdp", mesh_->describe(),
+             plans.size(), tensor_parallel->splits().size(),
+             tensor_parallel->splits_sequence() ? " and the layers' sequence" : "", whole.size());
   auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));
   tensor_parallel->install();
   OutputSharding output_sharding(config().dist.spmd.shard_output, mesh_, tensor_parallel->splits_vocabulary());

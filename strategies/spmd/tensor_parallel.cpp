@@ -123,9 +123,10 @@ void TensorParallel::install() {
   for (const auto& l : linears_) {
     if (l.column)  // the input whole on every rank: gathered over the sequence where it is split
       hooks_.push_back(l.module->add_call_wrapper(
-          [this, g = group_, seq = l.in_split_sequence](nn::Module&, const Tensor& x, const nn::Module::Inner& inner) {
+          [this, g = group_, seq = l.in_split_sequence](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
-            return inner(seq ? sequence_->gather_input(x) : enter_parallel_region(x, g));
+            if (!seq) return inner(enter_parallel_region(x, g));
+            return sequence_->column_linear(x, m.param("weight"), m.has_param("bias") ? m.param("bias") : Tensor());
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
       hooks_.push_back(l.module->add_call_wrapper(

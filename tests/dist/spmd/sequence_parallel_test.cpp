@@ -1,5 +1,5 @@
 // Sequence parallelism (output rules splitting the layers' sequence over `model`): a sequence
-// that splits unevenly trains as one process, the norms hold only their slice of the residual
+// that splits unevenly trains as one process, each rank saves only its slice of the residual
 // stream, and rules
 // it cannot run are errors naming the rule and the module. The even cases run in
 // equivalence_test.cpp (layouts fsdp_tp_sp*).
@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "acc/memory/allocator.h"
+#include "acc/util/profiler.h"
 #include "spmd_fixtures.h"
 #include "support/test_support.h"
 
@@ -52,20 +54,44 @@ Peak activation_peak(const std::string& rules) {
   return peak;
 }
 
-// Each layer's two RMSNorms save their input, the residual stream: with the sequence split
-// they hold 1/model of it. The rest (the gathered inputs of the column-parallel projections,
-// attention, the MLP's hidden units) is what tensor parallelism holds already.
-TEST(SequenceParallel, NormsHoldTheirSliceOfTheResidualStream) {
+// Tensor parallelism saves four tensors of the residual stream's size per layer whole on every
+// rank: each RMSNorm's input, and the normed input of the column-parallel projections after it
+// (q, k, v; gate, up). With the sequence split each rank saves its slice of the four. The rest
+// (attention, the MLP's hidden units) is split over `model` already.
+TEST(SequenceParallel, SavesItsSliceOfTheResidualStream) {
   const int model = fsdp_tp_mesh()[1];
   if (model == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
   const Peak tp = activation_peak("llama-fsdp-tp.yaml"), sp = activation_peak("llama-fsdp-tp-sp.yaml");
   const double layers = 4, width = 128;
-  const double expected = layers * 2 * static_cast<double>(tp.tokens) * width * 4 * (1.0 - 1.0 / model);
+  const double expected = layers * 4 * static_cast<double>(tp.tokens) * width * 4 * (1.0 - 1.0 / model);
   const double saved = static_cast<double>(tp.bytes - sp.bytes);
   std::printf("activation peak per rank: %.2f MB tensor parallel, %.2f MB with the sequence split "
-              "(%.2fx): %.2f MB less, the norms' inputs %.2f MB\n", tp.bytes / 1e6, sp.bytes / 1e6,
+              "(%.2fx): %.2f MB less, the four tensors' share %.2f MB\n", tp.bytes / 1e6, sp.bytes / 1e6,
               static_cast<double>(sp.bytes) / static_cast<double>(tp.bytes), saved / 1e6, expected / 1e6);
   EXPECT_GE(saved, 0.9 * expected);
+}
+
+// q, k and v read one normed tensor, gate and up another: per layer and step, two gathers in
+// forward, two in backward, and two reduce-scatters of the input gradients, not one per Linear.
+TEST(SequenceParallel, GathersOnceForTheLinearsReadingOneTensor) {
+  if (fsdp_tp_mesh()[1] == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
+  data::DataLoader loader(make_dataset("llama", 4 * world().size()), {.batch_size = 4, .prefetch = 0});
+  auto [sharded, rank_loader] =
+      accelerate(make_model("llama"), loader, spmd_config("llama", fsdp_tp_mesh(), "llama-fsdp-tp-sp.yaml"));
+  profiler::reset();
+  profiler::enable(true);
+  int64_t steps = 0;
+  for (auto& batch : rank_loader) {
+    sharded->forward(batch).loss.backward();
+    ++steps;
+  }
+  profiler::enable(false);
+  std::map<std::string, int64_t> calls;
+  for (const auto& e : profiler::snapshot()) calls[e.name] = e.calls;
+  const int64_t layers = 2;  // make_model's
+  ASSERT_GT(steps, 0);
+  EXPECT_EQ(calls["sequence_parallel.gather_input"], steps * layers * 4);
+  EXPECT_EQ(calls["sequence_parallel.reduce_scatter_input_grad"], steps * layers * 2);
 }
 
 // The error of accelerating GPT-2 under `rules` (a rules file's text) on the fsdp x tp mesh.

@@ -1,11 +1,11 @@
 #!/bin/sh
-# train_llama.sh SOURCE_DIR ACCELERATE TRAIN_LLAMA: the shipped configs/spmd_fsdp_tp.yaml (mesh
-# (2, 2), FSDP x tensor parallel) trains Llama tiny through accelerate launch on 4 ranks and
+# train_llama.sh SOURCE_DIR ACCELERATE TRAIN_LLAMA [CONFIG]: the shipped configs/spmd_fsdp_tp.yaml
+# (mesh (2, 2), FSDP x tensor parallel), or CONFIG, trains Llama tiny through accelerate launch on 4 ranks and
 # ends where the same run on one process ends (train and validation loss within 1e-3); resumed
 # from its step-2 checkpoint (each rank's slices over `model`), it ends exactly where it ended,
 # and samples text from the joined model.
 set -eu
-source_dir=$1 accelerate=$2 program=$3
+source_dir=$1 accelerate=$2 program=$3 config=${4:-configs/spmd_fsdp_tp.yaml}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$(dirname "$0")/../token_files.sh" "$dir/data"
@@ -19,7 +19,7 @@ run() {  # launch options; program options after --
     --seq 16 --val-every 2 --val-batches 2 --sample-tokens 0 --threads 1 --run_dir "$dir/run" "$@" 2>&1
 }
 final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
-spmd=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml -- --save_every 2 \
+spmd=$(run --num_processes 4 --config_file "$config" -- --save_every 2 \
   --checkpoint_dir "$dir/ckpt") || { echo "$spmd"; exit 1; }
 echo "$spmd" | grep -q "SPMD over 4 ranks" || { echo "$spmd"; echo "FAIL: not SPMD on 4 ranks"; exit 1; }
 single=$(run --num_processes 1) || { echo "$single"; exit 1; }
@@ -33,7 +33,7 @@ awk -v a="$(nums "$spmd")" -v b="$(nums "$single")" 'BEGIN {
   for (i = 1; i <= n; i++) if (x[i] - y[i] > 1e-3 * y[i] || y[i] - x[i] > 1e-3 * y[i]) {
     print "FAIL: SPMD ends at " x[i] ", one process at " y[i]; exit 1 }
 }'
-resumed=$(run --num_processes 4 --config_file configs/spmd_fsdp_tp.yaml -- \
+resumed=$(run --num_processes 4 --config_file "$config" -- \
   --resume "$dir/ckpt/step_000002" --sample-tokens 8) || { echo "$resumed"; exit 1; }
 # The text sample at the end goes through summon_full_params, which joins the slices.
 echo "$resumed" | grep -q "] sample: \|no GPT-2 vocabulary" || { echo "$resumed"; echo "FAIL: no sample"; exit 1; }
