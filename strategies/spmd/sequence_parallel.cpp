@@ -167,15 +167,16 @@ Tensor SequenceParallel::column_linear(const Tensor& x, const Tensor& weight, co
     // The products in the dtype ops::linear computes them in (bf16 when either operand is),
     // with f32 results as its gradients have.
     const DType dtype = w.dtype() == DType::bf16 || shared->split.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+    auto as = [](const Tensor& t, DType d) { return t.dtype() == d ? t : ops::cast(t, d); };
     const int64_t out = w.size(0), in = w.size(1), rows = grad.numel() / out;
-    const Tensor g = ops::cast(grad, dtype).view({rows, out});
+    const Tensor g = as(grad, dtype).view({rows, out});
     std::vector<Tensor> grads(ctx.needs_input_grad.size());
     if (ctx.needs_input_grad[1])
-      grads[1] = ops::matmul(g, ops::cast(shared->gathered, dtype).view({rows, in}), /*trans_a=*/true);
+      grads[1] = ops::matmul(g, as(shared->gathered, dtype).view({rows, in}), /*trans_a=*/true);
     if (grads.size() > 2 && ctx.needs_input_grad[2])  // the bias: the output gradient summed over the tokens
-      grads[2] = ops::matmul(Tensor::full({1, rows}, 1.0), ops::cast(grad, DType::f32).view({rows, out})).view({out});
+      grads[2] = ops::matmul(Tensor::full({1, rows}, 1.0), as(grad, DType::f32).view({rows, out})).view({out});
     if (input_grad) {
-      const Tensor partial = ops::matmul(g, ops::cast(w, dtype)).view(shared->gathered.shape());
+      const Tensor partial = ops::matmul(g, as(w, dtype)).view(shared->gathered.shape());
       shared->grad = shared->grad.defined() ? autograd::sum_gradients(std::move(shared->grad), partial) : partial;
       if (--shared->pending == 0) {
         ACC_PROFILE("sequence_parallel.reduce_scatter_input_grad");
