@@ -82,6 +82,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
                           : "only a column-parallel Linear's output is split");
     if (kind != column.end()) linears_.push_back({m, kind->second});
   }
+  check_split_together(model);
   sequence_ = SequenceParallel::plan(model, sharding, [&](const nn::Module* m) { return column.count(m) > 0; }, group_);
   for (auto& l : linears_) l.in_split_sequence = sequence_ && sequence_->contains(l.module);
   if (n == 1) {  // the specs are valid; with one rank along `model` nothing is split
@@ -91,6 +92,33 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     vocab_parallel_head_ = false;
     head_owner_ = nullptr;
     sequence_.reset();
+  }
+}
+
+void TensorParallel::check_split_together(const models::Model& model) const {
+  const int n = group_->size();
+  auto names = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& name : v) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  };
+  for (const auto& group : model.split_together()) {
+    std::vector<std::string> split, whole;
+    for (const auto& member : group.members) {
+      const ModelAxisSplit* s = split_of(member.parameter);
+      (s ? split : whole).push_back(member.parameter);
+      if (!s) continue;
+      ACC_CHECK(s->dim == member.dim, "SPMD: ", member.parameter, " is split over `model` on dim ", s->dim,
+                "; in '", group.module, "' it is ", member.dim == 0 ? "column" : "row", "-parallel, split on dim ",
+                member.dim);
+      ACC_CHECK(member.heads == 0 || member.heads % n == 0, "SPMD: ", member.parameter, " holds ", member.heads,
+                " attention heads, which do not split evenly over the ", n, " ranks of `model`: each rank must ",
+                "hold whole heads, the same share of each");
+    }
+    ACC_CHECK(split.empty() || whole.empty(), "SPMD: the rules split ", names(split), " over `model` but not ",
+              names(whole), ": the parameters of '", group.module, "' are split together (column-parallel ",
+              "inputs, row-parallel output), or a rank would combine its slice with whole tensors and compute ",
+              "something else than the model");
   }
 }
 

@@ -86,6 +86,9 @@ class TensorParallel {
     nn::Module* module;
     int64_t vocab;  // rows of the whole table
   };
+  // The model's split_together(): each group split over `model` entirely or not at all, on the
+  // dims it names, in whole heads.
+  void check_split_together(const models::Model& model) const;
   // The first of this rank's rows when `extent` rows are split over the group.
   int64_t first_row(int64_t extent) const;
   // The head's vocabulary-parallel logits and loss (the model's own while joined).

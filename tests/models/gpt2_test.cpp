@@ -41,6 +41,11 @@ TEST(GPT2, SmallHasHuggingFaceNamesShapesAndCount) {
   EXPECT_EQ(blocks, 12);
 }
 
+TEST(GPT2, SplitTogetherNamesAttentionAndMlpProjections) {
+  GPT2 model(micro());
+  test::expect_split_together(model, micro().n_layer, 8);  // 24 wide, 3 heads
+}
+
 TEST(GPT2, ForwardShapesAndInitialLossNearUniform) {
   GPT2 model(micro(), 3);
   auto batch = test::token_batch(2, 7, 61, 1);

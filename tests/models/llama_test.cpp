@@ -42,6 +42,12 @@ TEST(Llama, HuggingFaceNamesAndShapes) {
   EXPECT_EQ(layers, 2);
 }
 
+TEST(Llama, SplitTogetherNamesAttentionAndMlpProjections) {
+  Llama model(micro());
+  test::expect_split_together(model, 2, 4);
+  EXPECT_EQ(model.split_together()[0].members.size(), 4u);  // q, k, v, o
+}
+
 TEST(Llama, ForwardShapesInitAndTraining) {
   Llama model(micro(), 4);
   auto out = model.forward(test::token_batch(3, 5, 53, 1));

@@ -24,6 +24,22 @@ inline data::Batch token_batch(int64_t B, int64_t T, int32_t vocab, uint64_t see
   return batch;
 }
 
+// split_together(): an attention and an MLP group per layer, naming parameters of the model by
+// their dims, heads of `head_dim` rows (per packed tensor) along them.
+inline void expect_split_together(const models::Model& model, int64_t layers, int64_t head_dim) {
+  const auto groups = model.split_together();
+  ASSERT_EQ(groups.size(), static_cast<size_t>(2 * layers));
+  for (const auto& group : groups)
+    for (const auto& m : group.members) {
+      SCOPED_TRACE(m.parameter);
+      const Tensor p = model.parameter(m.parameter);  // throws for a name the model lacks
+      ASSERT_LT(m.dim, p.dim());
+      EXPECT_EQ(m.parameter.rfind(group.module + ".", 0), 0u);
+      if (m.heads > 0)
+        EXPECT_EQ(p.size(m.dim), m.heads * head_dim * (m.dim == 0 ? model.packed_sections(m.parameter) : 1));
+    }
+}
+
 // Memorising one batch: a working forward/backward/AdamW drives the loss to below half its
 // start (random tokens start near ln(V) and 30 steps at lr 1e-2 reach well under 1).
 inline void expect_loss_falls(models::Model& model, const data::Batch& batch) {

@@ -115,6 +115,20 @@ double Llama::train_flops_per_token(int64_t seq_len) const {
                                               config_.hidden_size);
 }
 
+std::vector<Model::SplitTogether> Llama::split_together() const {
+  const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
+  std::vector<SplitTogether> groups;
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+    const std::string layer = "model.layers." + std::to_string(i);
+    const std::string attn = layer + ".self_attn", mlp = layer + ".mlp";
+    groups.push_back({attn, {{attn + ".q_proj.weight", 0, heads}, {attn + ".k_proj.weight", 0, kv_heads},
+                             {attn + ".v_proj.weight", 0, kv_heads}, {attn + ".o_proj.weight", 1, heads}}});
+    groups.push_back({mlp, {{mlp + ".gate_proj.weight", 0, 0}, {mlp + ".up_proj.weight", 0, 0},
+                            {mlp + ".down_proj.weight", 1, 0}}});
+  }
+  return groups;
+}
+
 bool Llama::ignored_in_file(const std::string& name) const {
   // Rotary tables some transformers versions saved as buffers.
   return name.ends_with(".rotary_emb.inv_freq");

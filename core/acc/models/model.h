@@ -44,6 +44,21 @@ class Model : public nn::Module {
   // q, k and v): a strategy that splits that dimension over ranks splits each of them.
   virtual int packed_sections(const std::string& /*name*/) const { return 1; }
 
+  // Parameters a strategy that splits them over ranks (tensor parallelism) must split together
+  // for the model to compute what it computes whole: an attention's q, k and v by rows with its
+  // output projection by columns, in whole heads; an MLP's first projections by rows with its
+  // second by columns. None by default.
+  struct SplitTogether {
+    std::string module;  // the attention or MLP, for messages
+    struct Member {
+      std::string parameter;  // qualified name
+      int dim = 0;            // the dimension split
+      int64_t heads = 0;      // the whole heads it holds along dim (per packed tensor); 0: rows
+    };
+    std::vector<Member> members;
+  };
+  virtual std::vector<SplitTogether> split_together() const { return {}; }
+
   int64_t num_parameters() const;
 
   // Parameters the model reads outside the call of the module that owns them (a head tied to

@@ -11,14 +11,16 @@ namespace {
 
 data::DataLoader any_loader() { return data::DataLoader(make_dataset("gpt2", 8), {.batch_size = 4}); }
 
-// The error of accelerating GPT-2 under `rules` (a rules file's text) on the fsdp x tp mesh.
-std::string error_with_rules(const std::string& rules) {
+// The error of accelerating `model` (make_model's GPT-2 unless given) under `rules` (a rules
+// file's text, or with `file` a shipped one) on the fsdp x tp mesh.
+std::string error_with_rules(const std::string& rules, std::shared_ptr<models::Model> model = nullptr,
+                             const std::string& file = "") {
   const auto dir = fresh_dir("spmd_errors");
   const std::string path = (dir / "rules.yaml").string();
   std::ofstream(path) << rules;
   Config config = spmd_config("gpt2", fsdp_tp_mesh());
-  config.dist.spmd.sharding_rules = path;
-  return error_of([&] { accelerate(make_model("gpt2"), any_loader(), config); });
+  config.dist.spmd.sharding_rules = file.empty() ? path : rules_path(file);
+  return error_of([&] { accelerate(model ? model : make_model("gpt2"), any_loader(), config); });
 }
 
 void expect_contains(const std::string& error, const std::vector<std::string>& parts) {
@@ -53,6 +55,35 @@ TEST(SpmdErrors, EmbeddingWidthSplitOverModelNamesTheModule) {
 TEST(SpmdErrors, ColumnParallelLinearNeedsItsBiasSplit) {
   expect_contains(error_with_rules("transformer.h.*.mlp.c_fc.weight: [model, null]\n"),
                   {"Linear 'transformer.h.0.mlp.c_fc'", "bias"});
+}
+
+// q split by heads with k and v whole would pair each rank's query heads with the wrong key
+// heads and train something else without any shape error.
+TEST(SpmdErrors, AttentionSplitsTogether) {
+  const std::string rules =
+      "model.layers.*.self_attn.q_proj.weight: [model, null]\n"
+      "model.layers.*.self_attn.o_proj.weight: [null, model]\n";
+  expect_contains(error_with_rules(rules, make_model("llama")),
+                  {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                   "but not model.layers.0.self_attn.k_proj.weight, model.layers.0.self_attn.v_proj.weight",
+                   "'model.layers.0.self_attn'"});
+}
+
+TEST(SpmdErrors, MlpSplitsTogether) {
+  expect_contains(error_with_rules("transformer.h.*.mlp.c_fc.weight: [model, null]\n"
+                                   "transformer.h.*.mlp.c_fc.bias: [model]\n"),
+                  {"transformer.h.0.mlp.c_fc.weight", "but not transformer.h.0.mlp.c_proj.weight",
+                   "'transformer.h.0.mlp'"});
+}
+
+// One key/value head cannot go half to each of 2 ranks.
+TEST(SpmdErrors, HeadsSplitEvenly) {
+  if (fsdp_tp_mesh()[1] == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
+  auto c = models::LlamaConfig::tiny();
+  c.vocab_size = 512;
+  c.num_key_value_heads = 1;
+  expect_contains(error_with_rules("", std::make_shared<models::Llama>(c, 0), "llama-fsdp-tp.yaml"),
+                  {"model.layers.0.self_attn.k_proj.weight holds 1 attention heads", "2 ranks of `model`"});
 }
 
 TEST(SpmdErrors, OutputRuleOffTheBatch) {
