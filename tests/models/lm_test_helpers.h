@@ -35,8 +35,9 @@ inline void expect_split_together(const models::Model& model, int64_t layers, in
       const Tensor p = model.parameter(m.parameter);  // throws for a name the model lacks
       ASSERT_LT(m.dim, p.dim());
       EXPECT_EQ(m.parameter.rfind(group.module + ".", 0), 0u);
-      if (m.heads > 0)
+      if (m.heads > 0) {
         EXPECT_EQ(p.size(m.dim), m.heads * head_dim * (m.dim == 0 ? model.packed_sections(m.parameter) : 1));
+      }
     }
 }
 
