@@ -1,5 +1,6 @@
 #include "tensor_parallel.h"
 
+#include <cstring>
 #include <map>
 
 #include "acc/autograd/grad_mode.h"
@@ -22,6 +23,25 @@ int model_dim(const std::string& name, const PartitionSpec& spec) {
         return static_cast<int>(d);
       }
   return -1;
+}
+
+// The indices `held` names along its dim, copied from `full` into `slice` in order (the two of
+// one dtype): memcpy of contiguous runs, nothing allocated.
+void copy_held(const Tensor& full, const ShardedModel::DimSlice& held, const Tensor& slice) noexcept {
+  const auto dim = static_cast<size_t>(held.dim);
+  const Shape& shape = full.shape();
+  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(full.dtype()));  // inner in bytes
+  for (size_t d = 0; d < dim; ++d) outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
+  const auto* src = static_cast<const char*>(full.raw_data());
+  auto* dst = static_cast<char*>(slice.raw_data());
+  for (int64_t o = 0; o < outer; ++o) {
+    const char* from = src + o * shape[dim] * inner;
+    for (const auto& [begin, end] : held.blocks) {
+      std::memcpy(dst, from + begin * inner, static_cast<size_t>((end - begin) * inner));
+      dst += (end - begin) * inner;
+    }
+  }
 }
 
 std::pair<std::string, std::string> owner_and_local(const std::string& name) {
@@ -197,8 +217,8 @@ void TensorParallel::install_head() {
 void TensorParallel::join_parameters(models::Model& model) {
   autograd::NoGradGuard no_grad;
   for (const auto& s : splits_) {
-    stashed_.push_back(model.parameter(s.name));
-    model.replace_parameter(s.name, gather(s, stashed_.back()));
+    stashed_.push_back({model.parameter(s.name), slice_held(s)});
+    model.replace_parameter(s.name, gather(s, stashed_.back().slice));
   }
   if (vocab_parallel_head_) {
     head_owner_->set_head_logits({});
@@ -209,9 +229,9 @@ void TensorParallel::join_parameters(models::Model& model) {
 void TensorParallel::restore_slices(models::Model& model, bool writeback) noexcept {
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < stashed_.size(); ++i) {
-    const ModelAxisSplit& s = splits_[i];
-    if (writeback) stashed_[i].copy_(take_slice(model.parameter(s.name), s, group_->rank(), group_->size()));
-    model.replace_parameter(s.name, stashed_[i]);
+    const std::string& name = splits_[i].name;
+    if (writeback) copy_held(model.parameter(name), stashed_[i].held, stashed_[i].slice);
+    model.replace_parameter(name, stashed_[i].slice);
   }
   stashed_.clear();
   install_head();

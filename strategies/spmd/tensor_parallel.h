@@ -68,6 +68,7 @@ class TensorParallel {
   // restore_slices() puts this rank's slices back, first copying the whole parameters' values
   // into them with `writeback`.
   void join_parameters(models::Model& model);
+  // The writeback copies in place (no tensor is allocated at the scope's end).
   void restore_slices(models::Model& model, bool writeback) noexcept;
   // Between join_parameters and restore_slices.
   bool joined() const { return !stashed_.empty(); }
@@ -101,9 +102,13 @@ class TensorParallel {
   std::unique_ptr<SequenceParallel> sequence_;  // null unless an output rule splits the sequence
   std::vector<autograd::HookHandle> hooks_;
   models::CausalLM* head_owner_ = nullptr;
-  // Joined (summon_full_params): the slices of splits_, in order, while the whole parameters
-  // stand in for them and the wrappers step aside. Empty otherwise.
-  std::vector<Tensor> stashed_;
+  // Joined (summon_full_params): the slices of splits_, in order, with the indices each holds,
+  // while the whole parameters stand in for them and the wrappers step aside. Empty otherwise.
+  struct Stashed {
+    Tensor slice;
+    ShardedModel::DimSlice held;
+  };
+  std::vector<Stashed> stashed_;
 };
 
 // This rank's slice of `full` under `split` (rank `rank` of `size`), and its inverse over the
