@@ -102,11 +102,9 @@ void SequenceParallel::install(std::vector<autograd::HookHandle>& hooks, std::fu
 Tensor SequenceParallel::call_layer(nn::Module& layer, const Tensor& x, const nn::Module::Inner& inner) {
   Tensor in = x;
   if (&layer == layers_.front()) {
-    const int n = group_->size();
-    ACC_CHECK(x.dim() >= 3 && x.size(1) >= n, "SPMD: sequence parallelism splits dim 1 of the layers' input ",
-              "[batch, sequence, ...] over the ", n, " ranks of `model`, which needs at least ", n,
-              " tokens; the first split layer got ", x.describe());
-    extents_ = split_sizes(x.size(1), n);
+    ACC_CHECK(x.dim() >= 3, "SPMD: sequence parallelism splits dim 1 of the layers' input [batch, sequence, ...] ",
+              "over `model`; the first split layer got ", x.describe());
+    extents_ = split_sizes(x.size(1), group_->size());  // fewer tokens than ranks: some hold none
     in = scatter_slices(x, 1, extents_, group_);
   } else {
     ACC_CHECK(x.dim() >= 3 && x.size(1) == local_extent(), "SPMD: sequence parallelism: a split layer got ",

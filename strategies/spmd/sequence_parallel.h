@@ -22,7 +22,8 @@
 // The split layers must be consecutive siblings (a stack of decoder layers), and every Linear
 // in them column- or row-parallel: attention mixes tokens, so it must run between a gather and
 // a reduce-scatter. The sequence splits as evenly as it can (split_sizes), its extents set at
-// the first layer of each forward.
+// the first layer of each forward; with fewer tokens than ranks (a token at a time) some ranks
+// hold none.
 #include <functional>
 #include <memory>
 #include <set>

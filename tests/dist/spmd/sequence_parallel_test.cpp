@@ -1,8 +1,8 @@
 // Sequence parallelism (output rules splitting the layers' sequence over `model`): a sequence
-// that splits unevenly trains as one process, each rank saves only its slice of the residual
-// stream, and rules
-// it cannot run are errors naming the rule and the module. The even cases run in
-// equivalence_test.cpp (layouts fsdp_tp_sp*).
+// that splits unevenly, and one shorter than the axis, train as one process; each rank saves only
+// its slice of the residual stream; q, k and v share their collectives; rules it cannot run
+// are errors naming the rule and the module. The even cases run in equivalence_test.cpp
+// (layouts fsdp_tp_sp*).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -17,12 +17,15 @@
 namespace acc::test {
 namespace {
 
-// 15 tokens: rank 0 of `model` holds 8, rank 1 holds 7.
-TEST(SequenceParallel, UnevenSequenceTrainsAsOneProcess) {
-  constexpr int64_t kSteps = 3, kGlobalBatch = 8, kOddSeq = 15;
+// 15 tokens: rank 0 of `model` holds 8, rank 1 holds 7. One token (as when generating a token
+// at a time): rank 1 holds none.
+class SequenceLength : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(SequenceLength, TrainsAsOneProcess) {
+  constexpr int64_t kSteps = 3, kGlobalBatch = 8;
   const Config config = spmd_config("llama", fsdp_tp_mesh(), "llama-fsdp-tp-sp.yaml");
-  const RunResult sp = run_accelerated("llama", config, kSteps, kGlobalBatch, kOddSeq);
-  const RunResult single = run_single_process("llama", kSteps, kGlobalBatch, kOddSeq);
+  const RunResult sp = run_accelerated("llama", config, kSteps, kGlobalBatch, GetParam());
+  const RunResult single = run_single_process("llama", kSteps, kGlobalBatch, GetParam());
   // The bounds of equivalence_test.cpp's tensor-parallel cases.
   EXPECT_TRUE(all_close(sp.losses, single.losses, 1e-5f, 0.f));
   EXPECT_TRUE(all_close(sp.norms, single.norms, 1e-5f, 0.f)) << "gradient norms";
@@ -30,6 +33,9 @@ TEST(SequenceParallel, UnevenSequenceTrainsAsOneProcess) {
   for (size_t i = 0; i < single.params.size(); ++i)
     EXPECT_TRUE(all_close(sp.params[i].second, single.params[i].second, 1e-5f, 5e-5f)) << single.params[i].first;
 }
+
+INSTANTIATE_TEST_SUITE_P(SequenceParallel, SequenceLength, ::testing::Values(15, 1),
+                         [](const auto& info) { return std::to_string(info.param) + "_tokens"; });
 
 // Llama tiny (4 layers of width 128) at 128-token windows, a global batch of 4 per fsdp rank
 // pair: one step's activation peak per rank under `rules` on the tensor-parallel mesh, and the
