@@ -6,6 +6,7 @@
 #include "acc/autograd/function.h"
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/nn/layers.h"
 #include "acc/ops/ops.h"
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
@@ -70,6 +71,12 @@ std::unique_ptr<SequenceParallel> SequenceParallel::plan(
                 "Linear in the layer must be column- or row-parallel, so that attention sees every token");
       ACC_CHECK(m->type_name() != "Embedding", "SPMD: ", first_rule->key, " splits the sequence over `model`, ",
                 "but '", path, "' holds Embedding '", where, "', which sequence parallelism does not run");
+      // Masks are keyed by the element's index in the tensor: every rank would draw the same
+      // mask for its slice of the sequence.
+      const auto* dropout = dynamic_cast<const nn::Dropout*>(m);
+      ACC_CHECK(!dropout || dropout->p() == 0.0, "SPMD: ", first_rule->key, " splits the sequence over `model`, ",
+                "but '", path, "' holds Dropout '", where, "' (p = ", dropout ? dropout->p() : 0.0, "), which ",
+                "would draw the same mask for every rank's slice of the sequence; split layers run without dropout");
       if (linear) continue;  // a row-parallel bias is reduced by the Linear's own wrapper
       std::vector<std::string> own;
       for (const auto& [name, _p] : m->named_parameters())

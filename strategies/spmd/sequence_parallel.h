@@ -19,9 +19,10 @@
 //   the last split layer's output   all-gather, for the final norm    this rank's slice
 //                                   and the head
 //
-// The split layers must be consecutive siblings (a stack of decoder layers), and every Linear
-// in them column- or row-parallel: attention mixes tokens, so it must run between a gather and
-// a reduce-scatter. The sequence splits as evenly as it can (split_sizes), its extents set at
+// The split layers must be consecutive siblings (a stack of decoder layers), every Linear in
+// them column- or row-parallel (attention mixes tokens, so it must run between a gather and a
+// reduce-scatter), and without dropout (its masks are keyed by the index in the tensor, so each
+// rank's slice would get the same one). The sequence splits as evenly as it can (split_sizes), its extents set at
 // the first layer of each forward; with fewer tokens than ranks (a token at a time) some ranks
 // hold none.
 #include <functional>

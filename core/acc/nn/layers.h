@@ -60,6 +60,7 @@ class Dropout : public Module {
   explicit Dropout(double p, uint64_t seed = 0);
   Tensor forward(const Tensor& x) override;
   void set_step(uint64_t step) { step_ = step; }
+  double p() const { return p_; }
 
  private:
   double p_;

@@ -127,6 +127,29 @@ TEST(SequenceParallel, OnlyLayersOfAStack) {
                   {"transformer.ln_f", "a run of consecutive layers of one stack"});
 }
 
+// A stack of dropout layers and a head: enough for the rules to be checked at wrap time.
+class DropoutStack final : public models::Model {
+ public:
+  DropoutStack() : Model("DropoutStack") {
+    auto layers = register_module("layers", std::make_shared<nn::ModuleList>());
+    layers->append(std::make_shared<nn::Dropout>(0.1));
+    register_module("head", std::make_shared<nn::Linear>(8, 8));
+  }
+  models::ModelOutput forward(const data::Batch&) override { return {}; }
+  double train_flops_per_token(int64_t) const override { return 0; }
+};
+
+TEST(SequenceParallel, DropoutInASplitLayerIsAnError) {
+  const auto dir = fresh_dir("sequence_parallel_errors");
+  const std::string path = (dir / "rules.yaml").string();
+  std::ofstream(path) << "layers.*: [fsdp, model, null]\n";
+  Config config = spmd_config("mlp", fsdp_tp_mesh());
+  config.dist.spmd.sharding_rules = path;
+  data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 4});
+  expect_contains(error_of([&] { accelerate(std::make_shared<DropoutStack>(), loader, config); }),
+                  {"layers.*", "Dropout 'layers.0'", "p = 0.1", "same mask"});
+}
+
 TEST(SequenceParallel, OtherMiddleDimsAreErrors) {
   expect_contains(error_with_rules("transformer.h.*: [fsdp, null, model, null]\n"),
                   {"transformer.h.*", "only the sequence (dim 1) or the last dim"});
