@@ -22,9 +22,9 @@
 // The split layers must be consecutive siblings (a stack of decoder layers), every Linear in
 // them column- or row-parallel (attention mixes tokens, so it must run between a gather and a
 // reduce-scatter), and without dropout (its masks are keyed by the index in the tensor, so each
-// rank's slice would get the same one). The sequence splits as evenly as it can (split_sizes), its extents set at
-// the first layer of each forward; with fewer tokens than ranks (a token at a time) some ranks
-// hold none.
+// rank's slice would get the same one). The sequence splits as evenly as it can (split_sizes),
+// its extents set at the first layer of each forward; with fewer tokens than ranks (a token at
+// a time) some ranks hold none.
 #include <functional>
 #include <memory>
 #include <set>
@@ -41,7 +41,7 @@ class SequenceParallel {
  public:
   // From the module output rules that split dim 1 over `model`; null when none does. Errors
   // name the rule and the module: layers that are not consecutive siblings, a Linear in them
-  // that `parallel_linear` says is not split over `model`, an Embedding in them.
+  // that `parallel_linear` says is not split over `model`, an Embedding or a Dropout in them.
   static std::unique_ptr<SequenceParallel> plan(models::Model& model, const ResolvedSharding& sharding,
                                                 const std::function<bool(const nn::Module*)>& parallel_linear,
                                                 std::shared_ptr<dist::ProcessGroup> group);
