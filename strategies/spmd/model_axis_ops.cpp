@@ -17,7 +17,9 @@ Tensor all_reduced(const Tensor& x, dist::ProcessGroup& group) {
 }
 
 Tensor rank_slice(const Tensor& x, size_t dim, const std::vector<int64_t>& extents, int rank) {
-  return ops::split(x, extents, static_cast<int64_t>(dim))[static_cast<size_t>(rank)];
+  int64_t start = 0;
+  for (int r = 0; r < rank; ++r) start += extents[static_cast<size_t>(r)];
+  return ops::narrow(x, static_cast<int64_t>(dim), start, extents[static_cast<size_t>(rank)]);
 }
 
 size_t positive_dim(int dim, const Tensor& x) { return static_cast<size_t>(dim < 0 ? dim + x.dim() : dim); }

@@ -43,7 +43,7 @@ std::unique_ptr<SequenceParallel> SequenceParallel::plan(
     if (!splits_sequence(rule)) continue;
     const auto [owner, index] = parent_and_index(path);
     ACC_CHECK(index >= 0 && (!first_rule || owner == parent), "SPMD: ", rule.key, ": ", rule.spec.to_string(),
-              " splits the sequence of '", path, "''s output over `model`; sequence parallelism splits the ",
+              " splits the sequence of the output of '", path, "' over `model`; sequence parallelism splits the ",
               "outputs of a run of consecutive layers of one stack (e.g. model.layers.*), each named ",
               "<stack>.<index>", first_rule ? ", and '" + path + "' is not in the stack '" + parent + "'" : "");
     if (!first_rule) first_rule = &rule;
@@ -115,7 +115,7 @@ Tensor SequenceParallel::call_layer(nn::Module& layer, const Tensor& x, const nn
     in = scatter_slices(x, 1, extents_, group_);
   } else {
     ACC_CHECK(x.dim() >= 3 && x.size(1) == local_extent(), "SPMD: sequence parallelism: a split layer got ",
-              x.describe(), ", not this rank's ", local_extent(), " of the sequence's ", x.size(1), " tokens: ",
+              x.describe(), ", not [batch, ", local_extent(), ", ...] (this rank's tokens of the sequence): ",
               "the split layers must be called one after another, the first one first");
   }
   release_input();
@@ -135,6 +135,12 @@ struct SequenceParallel::SharedInput {
   Tensor grad;      // the sum of the Linears' partial gradients of `gathered`
   int pending = 0;  // Linears recorded in forward whose backward has not run
 };
+
+int64_t SequenceParallel::local_extent() const {
+  ACC_CHECK(!extents_.empty(), "SPMD: sequence parallelism: a split layer or a Linear in one ran before the first ",
+            "split layer: the sequence is split there");
+  return extents_[static_cast<size_t>(group_->rank())];
+}
 
 void SequenceParallel::release_input() {
   if (shared_input_) shared_input_->gathered = Tensor();
@@ -206,11 +212,7 @@ Tensor SequenceParallel::call_reducing_grads(nn::Module& m, const std::vector<st
                                              const nn::Module::Inner& inner) const {
   if (!autograd::GradMode::is_enabled()) return inner(x);
   std::vector<Tensor> originals;
-  for (const auto& name : names) {
-    originals.push_back(m.param(name));
-    m.replace_parameter(name, enter_parallel_region(originals.back(), group_));
-  }
-  struct Restore {  // the module's own parameters back, also when the call throws
+  struct Restore {  // the module's own parameters back, also when a swap or the call throws
     nn::Module& m;
     const std::vector<std::string>& names;
     std::vector<Tensor>& originals;
@@ -218,6 +220,12 @@ Tensor SequenceParallel::call_reducing_grads(nn::Module& m, const std::vector<st
       for (size_t i = 0; i < originals.size(); ++i) m.replace_parameter(names[i], originals[i]);
     }
   } restore{m, names, originals};
+  for (const auto& name : names) {
+    const Tensor original = m.param(name);
+    const Tensor reduced = enter_parallel_region(original, group_);
+    originals.push_back(original);
+    m.replace_parameter(name, reduced);
+  }
   return inner(x);
 }
 

@@ -70,7 +70,9 @@ class SequenceParallel {
   Tensor call_layer(nn::Module& layer, const Tensor& x, const nn::Module::Inner& inner);
   Tensor call_reducing_grads(nn::Module& m, const std::vector<std::string>& names, const Tensor& x,
                              const nn::Module::Inner& inner) const;
-  int64_t local_extent() const { return extents_[static_cast<size_t>(group_->rank())]; }
+  // This rank's tokens of the current forward's sequence; the error when no first split layer
+  // has set them.
+  int64_t local_extent() const;
 
   std::vector<nn::Module*> layers_;
   std::vector<std::pair<nn::Module*, std::vector<std::string>>> replicated_;

@@ -5,6 +5,7 @@
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/ops/ops.h"
+#include "acc/util/log.h"
 #include "fsdp/vocab_parallel.h"
 #include "model_axis_ops.h"
 
@@ -230,7 +231,12 @@ void TensorParallel::restore_slices(models::Model& model, bool writeback) noexce
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < stashed_.size(); ++i) {
     const std::string& name = splits_[i].name;
-    if (writeback) copy_held(model.parameter(name), stashed_[i].held, stashed_[i].slice);
+    const Tensor whole = model.parameter(name);
+    if (writeback && whole.shape() == splits_[i].full_shape && whole.dtype() == stashed_[i].slice.dtype())
+      copy_held(whole, stashed_[i].held, stashed_[i].slice);
+    else if (writeback)  // replaced inside the scope by another shape or dtype: nothing to copy from
+      log::warn("summon_full_params: {} was replaced inside the scope by {}, of another shape or dtype; "
+                "its slice is not written back", name, whole.describe());
     model.replace_parameter(name, stashed_[i].slice);
   }
   stashed_.clear();
