@@ -25,38 +25,53 @@ ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::stri
     return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), "fsdp");
   ResolvedSharding sharding = ShardingRules::from_file(rules_file).resolve(params, modules, mesh.axis_names());
   for (const auto& warning : sharding.warnings) log::warn("{}", warning);
+  // acc's modules return one tensor: `[0]` names it as the plain key does, and of the two the
+  // first in the file decides, as for any name.
+  std::set<std::string> decided;
+  std::erase_if(sharding.outputs, [&](const std::pair<std::string, ShardingRule>& o) {
+    return o.second.output_index <= 0 && !decided.insert(o.first).second;
+  });
   return sharding;
 }
 
 // Module output rules (activation sharding) the engine runs: the batch over fsdp (each fsdp
-// rank computes its own samples), the sequence (dim 1 of three or more) over `model` for a run
-// of layers (sequence parallelism, checked by SequenceParallel::plan), the last dim over
-// `model` where a column-parallel Linear leaves it so, every other dim whole.
+// rank computes its own samples), and over `model` what the engine does anyway: the sequence
+// (dim 1) or the hidden dim (the last) of a stack's layers, checked by SplitLayers::plan, and
+// then the last dim of every module inside layers split on it, and the last dim of a
+// column-parallel Linear's output. Every other dim whole.
 void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
                         const TensorParallel& tensor_parallel, const Mesh& mesh) {
   std::map<std::string, nn::Module*> modules;
   for (auto& [path, m] : model.named_modules()) modules[path] = m;
   const bool model_axis = mesh.has_axis("model") && mesh.size("model") > 1;
+  const SplitLayers* split = tensor_parallel.split_layers();
   for (const auto& [path, rule] : sharding.outputs) {
     const nn::Module* m = modules.at(path);
     auto fail = [&](const std::string& why) {
       ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " for the output of ", m->type_name(),
                " '", path, "' ", why);
     };
-    if (rule.output_index >= 0) fail("selects a tuple element, but acc's modules return one tensor");
+    if (rule.output_index > 0)
+      fail("selects element " + std::to_string(rule.output_index) + " of a tuple, but acc's modules return one "
+           "tensor: [0] is that tensor");
     const auto& dims = rule.spec.dims;
     if (dims.empty()) continue;
     if (dims[0] != std::vector<std::string>{"fsdp"})
       fail("must split dim 0 (the batch) over fsdp: SPMD is data parallel over that axis");
+    const bool hidden_inside = model_axis && split && split->split() == SplitDim::hidden && split->contains(m);
+    if (hidden_inside && dims.back() != std::vector<std::string>{"model"})
+      fail("must split the last dim over `model`: inside the layers whose outputs the rules split on the hidden "
+           "dim, every module's output is split so");
     for (size_t d = 1; d < dims.size(); ++d) {
       if (dims[d].empty()) continue;
       const bool over_model = dims[d] == std::vector<std::string>{"model"};
       const bool sequence = d == 1 && dims.size() >= 3, last = d + 1 == dims.size();
       if (!over_model || !(sequence || last))
         fail("is not supported: past the batch only the sequence (dim 1) or the last dim may be split, over `model`");
-      if (sequence) continue;  // sequence parallelism: SequenceParallel::plan checked the layers
-      if (model_axis && !tensor_parallel.splits_output(m))
-        fail("splits the last dim over `model`, which only a column-parallel Linear's output is");
+      if (sequence || !model_axis) continue;  // sequence: SplitLayers::plan checked the layers
+      if (!tensor_parallel.splits_output(m) && !hidden_inside)
+        fail("splits the last dim over `model`, which only a column-parallel Linear's output is, or the output of a "
+             "stack's layers (and of every module in them) where the rules split the layers on the hidden dim");
     }
   }
 }
@@ -128,9 +143,11 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   // The fsdp axis alone splits the embedding and head by rows (FSDPv2 shards dim 0), as the
   // vocabulary-parallel units do; tensor parallelism splits the head over `model` itself.
   options.vocab_parallel = options.vocab_parallel && model_group->size() == 1;
+  const SplitLayers* split = tensor_parallel->split_layers();
   log::debug("SPMD: {}, {} units, {} parameters split over model{}, {} whole over fsdp", mesh_->describe(),
              plans.size(), tensor_parallel->splits().size(),
-             tensor_parallel->splits_sequence() ? " and the layers' sequence" : "", whole.size());
+             !split ? "" : split->split() == SplitDim::sequence ? " and the layers' sequence" : " and the layers' hidden dim",
+             whole.size());
   auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));
   tensor_parallel->install();
   OutputSharding output_sharding(config().dist.spmd.shard_output, mesh_, tensor_parallel->splits_vocabulary());

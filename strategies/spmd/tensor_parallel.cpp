@@ -71,13 +71,17 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     const bool linear = owner->type_name() == "Linear", embedding = owner->type_name() == "Embedding";
     if (linear && local == "weight" && dim <= 1) {
       column[owner] = dim == 0;
-    } else if (embedding && local == "weight" && dim == 0) {
-      embeddings_.push_back({modules.at(path), p.size(0)});
+    } else if (embedding && local == "weight" && dim <= 1) {
+      ACC_CHECK(dim == 0 || !(head.defined() && p.is_same(head)), "SPMD: ", name, " ", spec.to_string(),
+                " splits the token embedding by width over `model`, but it is also the causal LM head (tied), ",
+                "which tensor parallelism splits over the vocabulary: [model, ...]");
+      embeddings_.push_back({modules.at(path), p.size(dim), dim == 1});
     } else if (!(linear && local == "bias")) {  // a bias is checked with its weight below
       ACC_FAIL("SPMD: no rule runs ", owner->type_name(), " '", path, "' with ", name, " ",
                spec.to_string(), " (", p.describe(), ") split over `model`: tensor parallelism ",
                "splits a Linear's weight on dim 0 (column-parallel) or dim 1 (row-parallel), an "
-               "Embedding's over its rows (the vocabulary), and the causal LM head over the vocabulary");
+               "Embedding's over its rows (the vocabulary) or its width, and the causal LM head over the "
+               "vocabulary");
     }
     if (dim == 0 && head.defined() && p.is_same(head)) {  // the head's own Linear, or a tied embedding
       vocab_parallel_head_ = true;
@@ -104,15 +108,15 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     if (kind != column.end()) linears_.push_back({m, kind->second});
   }
   check_split_together(model);
-  sequence_ = SequenceParallel::plan(model, sharding, [&](const nn::Module* m) { return column.count(m) > 0; }, group_);
-  for (auto& l : linears_) l.in_split_sequence = sequence_ && sequence_->contains(l.module);
+  split_layers_ = SplitLayers::plan(model, sharding, [&](const nn::Module* m) { return column.count(m) > 0; }, group_);
+  for (auto& l : linears_) l.in_split_layer = split_layers_ && split_layers_->contains(l.module);
   if (n == 1) {  // the specs are valid; with one rank along `model` nothing is split
     splits_.clear();
     linears_.clear();
     embeddings_.clear();
     vocab_parallel_head_ = false;
     head_owner_ = nullptr;
-    sequence_.reset();
+    split_layers_.reset();
   }
 }
 
@@ -170,33 +174,43 @@ void TensorParallel::slice_parameters(models::Model& model) const {
 
 void TensorParallel::install() {
   for (const auto& l : linears_) {
-    if (l.column)  // the input whole on every rank: gathered over the sequence where it is split
+    if (l.column)  // the input whole on every rank: gathered where the layer's output is split
       hooks_.push_back(l.module->add_call_wrapper(
-          [this, g = group_, seq = l.in_split_sequence](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
+          [this, g = group_, split = l.in_split_layer](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
-            if (!seq) return inner(enter_parallel_region(x, g));
-            return sequence_->column_linear(x, m.param("weight"), m.has_param("bias") ? m.param("bias") : Tensor());
+            if (!split) return inner(enter_parallel_region(x, g));
+            return split_layers_->column_linear(x, m.param("weight"), m.has_param("bias") ? m.param("bias") : Tensor());
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
       hooks_.push_back(l.module->add_call_wrapper(
-          [this, g = group_, seq = l.in_split_sequence](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
+          [this, g = group_, split = l.in_split_layer](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
             const Tensor partial = ops::linear(x, m.param("weight"));
-            const Tensor y = seq ? sequence_->scatter_partial_sums(partial) : reduce_partial_sums(partial, g);
+            const Tensor y = split ? split_layers_->scatter_partial_sums(partial) : reduce_partial_sums(partial, g);
             if (!m.has_param("bias")) return y;
-            return ops::add(y, seq ? sequence_->reduced_grad(m.param("bias")) : m.param("bias"));
+            return ops::add(y, split ? split_layers_->row_bias(m.param("bias")) : m.param("bias"));
           }));
   }
-  if (sequence_) sequence_->install(hooks_, [this] { return joined(); });
-  for (const auto& e : embeddings_)
+  if (split_layers_) split_layers_->install(hooks_, [this] { return joined(); });
+  for (const auto& e : embeddings_) {
+    if (e.width) {  // this rank's columns of every id, gathered; the gradient's columns go back
+      hooks_.push_back(e.module->add_call_wrapper(
+          [this, g = group_, extents = split_sizes(e.extent, group_->size())](
+              nn::Module&, const Tensor& ids, const nn::Module::Inner& inner) {
+            if (joined()) return inner(ids);
+            return gather_slices(inner(ids), -1, extents, g);
+          }));
+      continue;
+    }
     // The vocabulary-parallel lookup: this rank's rows where it holds the id, summed over the
     // group; the output's gradient (the same on every rank) goes into this rank's rows.
     hooks_.push_back(e.module->add_call_wrapper(
-        [this, g = group_, vocab = e.vocab, first = first_row(e.vocab)](nn::Module& m, const Tensor& ids, const nn::Module::Inner& inner) {
+        [this, g = group_, vocab = e.extent, first = first_row(e.extent)](nn::Module& m, const Tensor& ids, const nn::Module::Inner& inner) {
           if (joined()) return inner(ids);
           const Tensor weight = m.param("weight");
           return fsdp::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
         }));
+  }
   install_head();
 }
 

@@ -6,6 +6,7 @@
 //   [*, model]                            row-parallel                partial sums, all-reduced
 //   the causal LM's head weight [model, *]  vocabulary-parallel head  logits split over vocab
 //   an Embedding's weight [model, *]      vocabulary-parallel lookup  whole (all-reduced)
+//   an Embedding's weight [*, model]      width-parallel lookup       whole (all-gathered)
 //
 // A column-parallel Linear keeps its rows (and bias) for this rank's output features, a packed
 // parameter (GPT-2's c_attn: q, k, v) a slice of each packed tensor, so every rank holds whole
@@ -13,9 +14,10 @@
 // a partial sum, all-reduced. A row-parallel Linear takes the split input a column-parallel one
 // produced and adds its whole bias once, after the sum. The head's loss completes each token's
 // softmax over the ranks' vocabulary rows, and an embedding split by rows (GPT-2's is the tied
-// head too) looks up the ids its rows hold and sums the pieces over the group. Any other spec
-// that uses `model` is an error naming the module. Output rules that split the sequence over
-// `model` add sequence parallelism (sequence_parallel.h) to the layers they name.
+// head too) looks up the ids its rows hold and sums the pieces over the group; one split by
+// width looks up its columns of every id and gathers them. Any other spec that uses `model` is
+// an error naming the module. Output rules that split the layers' sequence or hidden dim over
+// `model` keep the residual stream split between the tensor-parallel regions (split_layers.h).
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +27,7 @@
 #include "acc/dist/process_group.h"
 #include "acc/models/model.h"
 #include "acc/spmd/sharding_rules.h"
-#include "sequence_parallel.h"
+#include "split_layers.h"
 
 namespace acc::spmd {
 
@@ -54,8 +56,8 @@ class TensorParallel {
   const ModelAxisSplit* split_of(const std::string& name) const;
   // True for a column-parallel Linear: its output is split on the last dim over `model`.
   bool splits_output(const nn::Module* module) const;
-  // True when the output rules split the sequence of some layers over `model`.
-  bool splits_sequence() const { return sequence_ != nullptr; }
+  // The layers whose outputs the rules split over `model`; null when none are.
+  const SplitLayers* split_layers() const { return split_layers_.get(); }
 
   // Replaces each split parameter of `model` by this rank's slice (before the fsdp engine
   // takes the parameters over).
@@ -81,11 +83,12 @@ class TensorParallel {
   struct ParallelLinear {
     nn::Module* module;
     bool column;  // else row-parallel
-    bool in_split_sequence = false;  // inside a layer sequence parallelism splits
+    bool in_split_layer = false;  // inside a layer whose output the rules split
   };
   struct ParallelEmbedding {
     nn::Module* module;
-    int64_t vocab;  // rows of the whole table
+    int64_t extent;  // of the split dim in the whole table: its rows (the vocabulary) or its width
+    bool width;      // split on dim 1, else on its rows
   };
   // The model's split_together(): each group split over `model` entirely or not at all, on the
   // dims it names, in whole heads.
@@ -99,7 +102,7 @@ class TensorParallel {
   std::vector<ParallelLinear> linears_;
   std::vector<ParallelEmbedding> embeddings_;
   bool vocab_parallel_head_ = false;
-  std::unique_ptr<SequenceParallel> sequence_;  // null unless an output rule splits the sequence
+  std::unique_ptr<SplitLayers> split_layers_;  // null unless output rules split layers over `model`
   std::vector<autograd::HookHandle> hooks_;
   models::CausalLM* head_owner_ = nullptr;
   // Joined (summon_full_params): the slices of splits_, in order, with the indices each holds,

@@ -122,7 +122,7 @@ TEST(ShardingRules, SpecsThatDoNotFitAreErrors) {
 // parameter named, each spec as long as its parameter's rank.
 TEST(ShardingRules, ShippedFilesCoverTheirModels) {
   for (const std::string family : {"gpt2", "llama"})
-    for (const std::string kind : {"fsdp", "fsdp-tp", "fsdp-tp-sp"}) {
+    for (const std::string kind : {"fsdp", "fsdp-tp", "fsdp-tp-sp", "fsdp-tp-hidden"}) {
       const std::string path = std::string(ACC_SOURCE_DIR) + "/configs/sharding/" + family + "-" + kind + ".yaml";
       SCOPED_TRACE(path);
       std::shared_ptr<models::Model> model;

@@ -37,6 +37,7 @@ class LayerNorm : public Module {
   explicit LayerNorm(int64_t dim, double eps = 1e-5);
   Tensor forward(const Tensor& x) override;
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
+  double eps() const { return eps_; }
 
  private:
   double eps_;
@@ -47,6 +48,7 @@ class RMSNorm : public Module {
   explicit RMSNorm(int64_t dim, double eps = 1e-6);
   Tensor forward(const Tensor& x) override;
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
+  double eps() const { return eps_; }
 
  private:
   double eps_;

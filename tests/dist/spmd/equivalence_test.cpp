@@ -1,13 +1,15 @@
 // SPMD against one process: k AdamW steps with clipping on the same global batches give the
 // same losses, gradient norms and parameters, for FSDPv2's default sharding, the shipped
-// fsdp rules files, and fsdp x tensor parallel with the shipped fsdp-tp and fsdp-tp-sp
-// (sequence parallel) rules files (mesh
+// fsdp rules files, and fsdp x tensor parallel with the shipped fsdp-tp, fsdp-tp-sp (sequence
+// parallel) and fsdp-tp-hidden (residual stream split on the hidden dim) rules files (mesh
 // (1, 1), (1, 2) or (2, 2) at 1, 2 or 4 ranks), also with activation checkpointing and
 // forward prefetch. The tensor-parallel GPT-2 splits the packed
 // c_attn per q, k and v: a split across them would mix heads and fail here.
 #include <gtest/gtest.h>
 
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "spmd_fixtures.h"
 #include "support/test_support.h"
@@ -39,8 +41,10 @@ Config config_for(const Case& c) {
   if (layout == "default") return spmd_config(kind, {n, 1}, "", bf16);
   const std::string family = kind.substr(0, kind.find('_'));
   if (layout == "fsdp_rules") return spmd_config(kind, {n, 1}, family + "-fsdp.yaml", bf16);
-  const bool sequence = layout.starts_with("fsdp_tp_sp");
-  Config config = spmd_config(kind, fsdp_tp_mesh(), family + (sequence ? "-fsdp-tp-sp.yaml" : "-fsdp-tp.yaml"), bf16);
+  const std::string split = layout.starts_with("fsdp_tp_sp")       ? "-sp"
+                            : layout.starts_with("fsdp_tp_hidden") ? "-hidden"
+                                                                   : "";
+  Config config = spmd_config(kind, fsdp_tp_mesh(), family + "-fsdp-tp" + split + ".yaml", bf16);
   if (layout.ends_with("_levers")) {  // the engine's levers under tensor parallelism: the
     // recomputed forward re-runs the model-axis collectives inside the backward
     config.dist.fsdp.activation_checkpointing = true;
@@ -80,13 +84,25 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 INSTANTIATE_TEST_SUITE_P(SpmdUneven, SpmdEquivalence,
                          ::testing::Values(Case{"llama_odd_vocab", "fsdp_tp", false}), case_name);
 
+// The residual stream split between the layers too (`layout` fsdp_tp_sp or fsdp_tp_hidden):
+// both families in f32, with the engine's levers, and in bf16.
+std::vector<Case> split_residual_cases(const std::string& layout) {
+  std::vector<Case> cases;
+  for (const std::string kind : {"gpt2", "llama"})
+    for (const auto& [suffix, bf16] : {std::pair{"", false}, std::pair{"_levers", false}, std::pair{"", true}})
+      cases.emplace_back(kind, layout + suffix, bf16);
+  return cases;
+}
+
 // Sequence parallelism: the layers' outputs split over the sequence across `model` too
-// (<family>-fsdp-tp-sp.yaml); sequence_parallel_test.cpp adds a sequence that splits unevenly.
-INSTANTIATE_TEST_SUITE_P(SpmdSequence, SpmdEquivalence,
-                         ::testing::Values(Case{"gpt2", "fsdp_tp_sp", false}, Case{"llama", "fsdp_tp_sp", false},
-                                           Case{"gpt2", "fsdp_tp_sp_levers", false},
-                                           Case{"llama", "fsdp_tp_sp_levers", false},
-                                           Case{"gpt2", "fsdp_tp_sp", true}, Case{"llama", "fsdp_tp_sp", true}),
+// (<family>-fsdp-tp-sp.yaml); split_layers_test.cpp adds a sequence that splits unevenly.
+INSTANTIATE_TEST_SUITE_P(SpmdSequence, SpmdEquivalence, ::testing::ValuesIn(split_residual_cases("fsdp_tp_sp")),
+                         case_name);
+
+// The residual stream split on the hidden dim across `model` between the layers, as torchprime's
+// fsdp-tp configs lay it out (<family>-fsdp-tp-hidden.yaml): norms over the ranks' features, the
+// token (Llama) or position (GPT-2) embedding split by width.
+INSTANTIATE_TEST_SUITE_P(SpmdHidden, SpmdEquivalence, ::testing::ValuesIn(split_residual_cases("fsdp_tp_hidden")),
                          case_name);
 
 INSTANTIATE_TEST_SUITE_P(Spmd, SpmdEquivalence,

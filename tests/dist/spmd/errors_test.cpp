@@ -46,10 +46,11 @@ TEST(SpmdErrors, NormSplitOverModelNamesTheModule) {
                   {"no rule runs LayerNorm 'transformer.ln_f'", "[model]"});
 }
 
-// An embedding splits over `model` by rows (the vocabulary), not by its width.
-TEST(SpmdErrors, EmbeddingWidthSplitOverModelNamesTheModule) {
-  expect_contains(error_with_rules("transformer.wpe.weight: [null, model]\n"),
-                  {"Embedding 'transformer.wpe'", "[null, model]", "an Embedding's over its rows"});
+// An embedding may split over `model` by width, but not GPT-2's token embedding: it is also the
+// head, which splits over the vocabulary.
+TEST(SpmdErrors, TiedEmbeddingSplitByWidth) {
+  expect_contains(error_with_rules("transformer.wte.weight: [null, model]\n"),
+                  {"transformer.wte.weight [null, model]", "also the causal LM head (tied)", "[model, ...]"});
 }
 
 TEST(SpmdErrors, ColumnParallelLinearNeedsItsBiasSplit) {
@@ -91,9 +92,15 @@ TEST(SpmdErrors, OutputRuleOffTheBatch) {
                   {"transformer.h.*", "GPT2Block 'transformer.h.0'", "dim 0 (the batch) over fsdp"});
 }
 
+// acc's modules return one tensor: [0] is it (as a Mixtral config's `model.layers.*[0]` names
+// the hidden states of a tuple), [1] is an error.
 TEST(SpmdErrors, TupleElementOnAModule) {
-  expect_contains(error_with_rules("transformer.h.*[0]: [fsdp, null, null]\n"),
-                  {"transformer.h.*[0]", "one tensor"});
+  expect_contains(error_with_rules("transformer.h.*[1]: [fsdp, null, null]\n"),
+                  {"transformer.h.*[1]", "element 1", "one tensor", "[0] is that tensor"});
+  EXPECT_EQ(error_with_rules("transformer.h.*[0]: [fsdp, null, null]\n"), "no error");
+  // [0] is checked as the output itself: off the batch it is the same error.
+  expect_contains(error_with_rules("transformer.h.*[0]: [null, fsdp, null]\n"),
+                  {"transformer.h.*[0]", "dim 0 (the batch) over fsdp"});
 }
 
 }  // namespace

@@ -45,10 +45,12 @@ TEST_P(SpmdMemory, ParametersPerRankAreTheSpecsShardSizes) {
 
 INSTANTIATE_TEST_SUITE_P(Spmd, SpmdMemory,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),
-                                            ::testing::Values("", "-fsdp-tp.yaml")),
+                                            ::testing::Values("", "-fsdp-tp.yaml", "-fsdp-tp-hidden.yaml")),
                          [](const auto& info) {
-                           return std::get<0>(info.param) +
-                                  (std::get<1>(info.param).empty() ? "_default" : "_fsdp_tp");
+                           const std::string& rules = std::get<1>(info.param);
+                           return std::get<0>(info.param) + (rules.empty()                 ? "_default"
+                                                             : rules == "-fsdp-tp.yaml" ? "_fsdp_tp"
+                                                                                        : "_fsdp_tp_hidden");
                          });
 
 }  // namespace

@@ -1,8 +1,8 @@
-// Sequence parallelism (output rules splitting the layers' sequence over `model`): a sequence
-// that splits unevenly, and one shorter than the axis, train as one process; each rank saves only
-// its slice of the residual stream; q, k and v share their collectives; rules it cannot run
-// are errors naming the rule and the module. The even cases run in equivalence_test.cpp
-// (layouts fsdp_tp_sp*).
+// Layers whose outputs the rules split over `model`, on the sequence (sequence parallelism) or
+// on the hidden dim: a sequence that splits unevenly, and one shorter than the axis, train as
+// one process; each rank saves only its share of the residual stream; q, k and v share their
+// collectives; rules the engine cannot run are errors naming the rule and the module. The even
+// cases of both splits run in equivalence_test.cpp (layouts fsdp_tp_sp*, fsdp_tp_hidden*).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <map>
 
 #include "acc/memory/allocator.h"
+#include "acc/ops/ops.h"
 #include "acc/util/profiler.h"
 #include "spmd_fixtures.h"
 #include "support/test_support.h"
@@ -62,28 +63,35 @@ Peak activation_peak(const std::string& rules) {
 
 // Tensor parallelism saves four tensors of the residual stream's size per layer whole on every
 // rank: each RMSNorm's input, and the normed input of the column-parallel projections after it
-// (q, k, v; gate, up). With the sequence split each rank saves its slice of the four. The rest
-// (attention, the MLP's hidden units) is split over `model` already.
-TEST(SequenceParallel, SavesItsSliceOfTheResidualStream) {
+// (q, k, v; gate, up). With the sequence or the hidden dim split each rank saves its share of
+// the four. The rest (attention, the MLP's hidden units) is split over `model` already.
+class SplitResidual : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SplitResidual, SavesItsShareOfTheResidualStream) {
   const int model = fsdp_tp_mesh()[1];
   if (model == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
-  const Peak tp = activation_peak("llama-fsdp-tp.yaml"), sp = activation_peak("llama-fsdp-tp-sp.yaml");
+  const Peak tp = activation_peak("llama-fsdp-tp.yaml"), split = activation_peak(GetParam());
   const double layers = 4, width = 128;
   const double expected = layers * 4 * static_cast<double>(tp.tokens) * width * 4 * (1.0 - 1.0 / model);
-  const double saved = static_cast<double>(tp.bytes - sp.bytes);
-  std::printf("activation peak per rank: %.2f MB tensor parallel, %.2f MB with the sequence split "
-              "(%.2fx): %.2f MB less, the four tensors' share %.2f MB\n", tp.bytes / 1e6, sp.bytes / 1e6,
-              static_cast<double>(sp.bytes) / static_cast<double>(tp.bytes), saved / 1e6, expected / 1e6);
+  const double saved = static_cast<double>(tp.bytes - split.bytes);
+  std::printf("activation peak per rank: %.2f MB tensor parallel, %.2f MB with %s (%.2fx): %.2f MB less, the "
+              "four tensors' share %.2f MB\n", tp.bytes / 1e6, split.bytes / 1e6, GetParam().c_str(),
+              static_cast<double>(split.bytes) / static_cast<double>(tp.bytes), saved / 1e6, expected / 1e6);
   EXPECT_GE(saved, 0.9 * expected);
 }
 
+INSTANTIATE_TEST_SUITE_P(SplitLayers, SplitResidual,
+                         ::testing::Values("llama-fsdp-tp-sp.yaml", "llama-fsdp-tp-hidden.yaml"),
+                         [](const auto& info) { return info.param.find("hidden") != std::string::npos ? "hidden" : "sequence"; });
+
 // q, k and v read one normed tensor, gate and up another: per layer and step, two gathers in
 // forward, two in backward, and two reduce-scatters of the input gradients, not one per Linear.
-TEST(SequenceParallel, GathersOnceForTheLinearsReadingOneTensor) {
+class SharedGather : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedGather, OnceForTheLinearsReadingOneTensor) {
   if (fsdp_tp_mesh()[1] == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
   data::DataLoader loader(make_dataset("llama", 4 * world().size()), {.batch_size = 4, .prefetch = 0});
-  auto [sharded, rank_loader] =
-      accelerate(make_model("llama"), loader, spmd_config("llama", fsdp_tp_mesh(), "llama-fsdp-tp-sp.yaml"));
+  auto [sharded, rank_loader] = accelerate(make_model("llama"), loader, spmd_config("llama", fsdp_tp_mesh(), GetParam()));
   profiler::reset();
   profiler::enable(true);
   int64_t steps = 0;
@@ -96,15 +104,23 @@ TEST(SequenceParallel, GathersOnceForTheLinearsReadingOneTensor) {
   for (const auto& e : profiler::snapshot()) calls[e.name] = e.calls;
   const int64_t layers = 2;  // make_model's
   ASSERT_GT(steps, 0);
-  EXPECT_EQ(calls["sequence_parallel.gather_input"], steps * layers * 4);
-  EXPECT_EQ(calls["sequence_parallel.reduce_scatter_input_grad"], steps * layers * 2);
+  EXPECT_EQ(calls["split_layers.gather_input"], steps * layers * 4);
+  EXPECT_EQ(calls["split_layers.reduce_scatter_input_grad"], steps * layers * 2);
 }
 
-// The error of accelerating GPT-2 under `rules` (a rules file's text) on the fsdp x tp mesh.
-std::string error_with_rules(const std::string& rules) {
-  const auto dir = fresh_dir("sequence_parallel_errors");
+INSTANTIATE_TEST_SUITE_P(SplitLayers, SharedGather,
+                         ::testing::Values("llama-fsdp-tp-sp.yaml", "llama-fsdp-tp-hidden.yaml"),
+                         [](const auto& info) { return info.param.find("hidden") != std::string::npos ? "hidden" : "sequence"; });
+
+// The error of accelerating GPT-2 under `rules` (a rules file's text), followed by the shipped
+// rules file `then` when given, on the fsdp x tp mesh.
+std::string error_with_rules(const std::string& rules, const std::string& then = "") {
+  const auto dir = fresh_dir("split_layers_errors");
   const std::string path = (dir / "rules.yaml").string();
-  std::ofstream(path) << rules;
+  std::ofstream out(path);
+  out << rules;
+  if (!then.empty()) out << std::ifstream(rules_path(then)).rdbuf();
+  out.close();
   Config config = spmd_config("gpt2", fsdp_tp_mesh());
   config.dist.spmd.sharding_rules = path;
   data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 4});
@@ -127,27 +143,66 @@ TEST(SequenceParallel, OnlyLayersOfAStack) {
                   {"transformer.ln_f", "a run of consecutive layers of one stack"});
 }
 
-// A stack of dropout layers and a head: enough for the rules to be checked at wrap time.
-class DropoutStack final : public models::Model {
+// A stack of one layer and a head: enough for the rules to be checked at wrap time.
+class OneLayerStack final : public models::Model {
  public:
-  DropoutStack() : Model("DropoutStack") {
-    auto layers = register_module("layers", std::make_shared<nn::ModuleList>());
-    layers->append(std::make_shared<nn::Dropout>(0.1));
+  explicit OneLayerStack(std::shared_ptr<nn::Module> layer) : Model("OneLayerStack") {
+    register_module("layers", std::make_shared<nn::ModuleList>())->append(std::move(layer));
     register_module("head", std::make_shared<nn::Linear>(8, 8));
   }
   models::ModelOutput forward(const data::Batch&) override { return {}; }
   double train_flops_per_token(int64_t) const override { return 0; }
 };
 
-TEST(SequenceParallel, DropoutInASplitLayerIsAnError) {
-  const auto dir = fresh_dir("sequence_parallel_errors");
+std::string error_with_layer(std::shared_ptr<nn::Module> layer, const std::string& rules) {
+  const auto dir = fresh_dir("split_layers_errors");
   const std::string path = (dir / "rules.yaml").string();
-  std::ofstream(path) << "layers.*: [fsdp, model, null]\n";
+  std::ofstream(path) << rules;
   Config config = spmd_config("mlp", fsdp_tp_mesh());
   config.dist.spmd.sharding_rules = path;
   data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 4});
-  expect_contains(error_of([&] { accelerate(std::make_shared<DropoutStack>(), loader, config); }),
+  return error_of([&] { accelerate(std::make_shared<OneLayerStack>(std::move(layer)), loader, config); });
+}
+
+TEST(SequenceParallel, DropoutInASplitLayerIsAnError) {
+  expect_contains(error_with_layer(std::make_shared<nn::Dropout>(0.1), "layers.*: [fsdp, model, null]\n"),
                   {"layers.*", "Dropout 'layers.0'", "p = 0.1", "same mask"});
+}
+
+// A layer scaling each feature by its own parameter: whole over `model`, it is neither a norm
+// nor a Linear, and with the hidden dim split the engine cannot know how it uses the features.
+class FeatureScale final : public nn::Module {
+ public:
+  FeatureScale() : Module("FeatureScale") { register_parameter("scale", nn::new_parameter({8})); }
+  Tensor forward(const Tensor& x) override { return ops::mul(x, param("scale")); }
+};
+
+TEST(HiddenSplit, OnlyNormsHoldWholeParametersInASplitLayer) {
+  expect_contains(error_with_layer(std::make_shared<FeatureScale>(), "layers.*: [fsdp, null, model]\n"),
+                  {"layers.*", "the hidden dim (the last)", "FeatureScale 'layers.0'", "LayerNorm and RMSNorm"});
+  // With the sequence split it runs on this rank's tokens, whole.
+  EXPECT_EQ(error_with_layer(std::make_shared<FeatureScale>(), "layers.*: [fsdp, model, null]\n"), "no error");
+}
+
+TEST(HiddenSplit, EveryLinearInASplitLayerMustBeSplitOverModel) {
+  expect_contains(error_with_rules("transformer.h.*: [fsdp, null, model]\n"),
+                  {"transformer.h.*", "the hidden dim (the last)", "Linear 'transformer.h.0.attn.c_attn'",
+                   "column- or row-parallel"});
+}
+
+TEST(HiddenSplit, OneSplitDimForTheLayers) {
+  expect_contains(error_with_rules("transformer.h.0: [fsdp, model, null]\ntransformer.h.1: [fsdp, null, model]\n",
+                                   "gpt2-fsdp-tp.yaml"),
+                  {"transformer.h.0", "transformer.h.1", "share one split dim"});
+}
+
+// Inside layers split on the hidden dim every module's output is split so; a rule saying
+// otherwise would not be what runs.
+TEST(HiddenSplit, RulesInsideTheLayersSplitTheLastDim) {
+  if (fsdp_tp_mesh()[1] == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
+  expect_contains(error_with_rules("transformer.h.*.mlp: [fsdp, null, null]\n", "gpt2-fsdp-tp-hidden.yaml"),
+                  {"transformer.h.*.mlp", "GPT2MLP 'transformer.h.0.mlp'", "must split the last dim over `model`"});
+  EXPECT_EQ(error_with_rules("transformer.h.*.mlp: [fsdp, null, model]\n", "gpt2-fsdp-tp-hidden.yaml"), "no error");
 }
 
 TEST(SequenceParallel, OtherMiddleDimsAreErrors) {
