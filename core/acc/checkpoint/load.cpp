@@ -72,8 +72,9 @@ Target plan_target(const Manifest& manifest, const std::string& key,
     }
   }
   ACC_CHECK(covered == count, key, ": elements [", piece.begin, ", ", piece.begin + count, ") of ",
-            piece.slice ? "this rank's slice" : "the tensor", " are in none of the checkpoint's "
-            "files (", covered, " of ", count, " found): a shard is missing");
+            piece.slice ? "this rank's slice" : "the tensor",
+            covered < count ? " are in none of the checkpoint's files (" : " are saved more than once (", covered,
+            " of ", count, " found): ", covered < count ? "a shard is missing" : "the checkpoint's pieces overlap");
   return t;
 }
 

@@ -52,29 +52,54 @@ std::string shard_file_name(int rank, int world) {
   return buf;
 }
 
-// Which pieces this rank writes. Ranks holding the same piece (replicas under NO_SHARD and the
-// hybrid strategies) take turns, so the writing is spread over them and nothing is written twice.
-std::vector<bool> owned_pieces(const std::vector<ShardedModel::ParameterPiece>& pieces) {
+// The part of each piece this rank writes: elements [offset, offset + count) of it (count 0:
+// none). Every element of a tensor is written once. Ranks holding the same piece (replicas under
+// NO_SHARD and the hybrid strategies) take turns, so the writing is spread over them. Pieces of
+// one tensor that overlap without being the same (a parameter whole over SPMD's `model` axis,
+// which the flat shards of each model rank may cut at other places) leave the overlap to the
+// piece that starts first.
+struct WrittenRange {
+  int64_t offset = 0, count = 0;
+};
+
+std::vector<WrittenRange> written_ranges(const std::vector<ShardedModel::ParameterPiece>& pieces) {
   auto& group = world();
-  auto key_of = [](const ShardedModel::ParameterPiece& p) {  // the same piece has the same key
-    std::string key = p.name + '\t' + std::to_string(p.begin) + '\t' + std::to_string(p.master.numel());
+  auto tensor_of = [](const ShardedModel::ParameterPiece& p) {  // the same tensor, or slice of it
+    std::string key = p.name;
     if (p.slice)
       for (const auto& [b, e] : p.slice->blocks) key += '\t' + std::to_string(b) + ':' + std::to_string(e);
     return key;
   };
+  using Range = std::pair<int64_t, int64_t>;  // [begin, end) in the tensor (or slice)
+  auto range_of = [](const ShardedModel::ParameterPiece& p) { return Range{p.begin, p.begin + p.master.numel()}; };
   std::ostringstream mine;
-  for (const auto& p : pieces) mine << key_of(p) << '\n';
+  for (const auto& p : pieces) {
+    const auto [begin, end] = range_of(p);
+    mine << begin << ' ' << end << ' ' << tensor_of(p) << '\n';
+  }
   const auto all = dist::all_gather_strings(group, mine.str());
-  std::map<std::string, std::vector<int>> holders;  // "name\tbegin\tcount" -> ranks, ascending
+  std::map<std::string, std::map<Range, std::vector<int>>> holders;  // tensor -> range -> ranks, ascending
   for (int r = 0; r < group.size(); ++r) {
     std::istringstream in(all[r]);
-    for (std::string line; std::getline(in, line);) holders[line].push_back(r);
+    Range range;
+    for (std::string tensor; in >> range.first >> range.second && std::getline(in >> std::ws, tensor);)
+      holders[tensor][range].push_back(r);
   }
-  std::map<std::string, int> owner;
+  std::map<std::pair<std::string, Range>, std::pair<int, Range>> writes;  // -> (rank, what it writes)
   int turn = 0;
-  for (const auto& [key, ranks] : holders) owner[key] = ranks[turn++ % ranks.size()];
-  std::vector<bool> out;
-  for (const auto& p : pieces) out.push_back(owner.at(key_of(p)) == group.rank());
+  for (const auto& [tensor, ranges] : holders) {
+    int64_t written_to = 0;  // ranges in order of their begin: what lies before this is written
+    for (const auto& [range, ranks] : ranges) {
+      const Range part{std::max(range.first, written_to), std::max(range.second, written_to)};
+      writes[{tensor, range}] = {ranks[turn++ % ranks.size()], part};
+      written_to = std::max(written_to, range.second);
+    }
+  }
+  std::vector<WrittenRange> out;
+  for (const auto& p : pieces) {
+    const auto& [rank, part] = writes.at({tensor_of(p), range_of(p)});
+    out.push_back(rank == group.rank() ? WrittenRange{part.first - p.begin, part.second - part.first} : WrittenRange{});
+  }
   return out;
 }
 
@@ -85,24 +110,26 @@ Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState&
   const int rank = world().rank();
   const Fault fault = fault_for_this_save(rank);
   const auto pieces = state.model->parameter_pieces();
-  const auto owned = owned_pieces(pieces);
+  const auto written = written_ranges(pieces);
   const auto slots = optimizer_slots(state.optimizer, pieces);
 
   struct Item {
     std::string key;
     size_t piece;
-    Tensor data;
+    Tensor data;  // the written part
     std::optional<int64_t> step;
   };
   std::vector<Item> items;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    if (!owned[i]) continue;
-    if (model_in_shards) items.push_back({pieces[i].name, i, pieces[i].master, std::nullopt});
+    const auto [offset, count] = written[i];
+    if (count == 0) continue;
+    auto part = [&](const Tensor& t) { return t.slice_flat(offset, {count}); };
+    if (model_in_shards) items.push_back({pieces[i].name, i, part(pieces[i].master), std::nullopt});
     if (!slots[i]) continue;
     const optim::ParamState& s = state.optimizer->state(slots[i]->group, slots[i]->index);
     for (size_t k = 0; k < s.tensors.size(); ++k)  // none before the parameter's first step
       items.push_back({optimizer_key(state.optimizer->state_names()[k], pieces[i].name), i,
-                       s.tensors[k], s.step});
+                       part(s.tensors[k]), s.step});
   }
   Manifest part;
   if (items.empty()) return part;
@@ -121,8 +148,8 @@ Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState&
     TensorRecord& rec = part.tensors[item.key];
     rec.shape = piece.shape;
     rec.step = item.step;
-    rec.pieces.push_back({file, item.key, piece.begin, item.data.numel(), writer.crc32(item.key),
-                          false, piece.slice});
+    rec.pieces.push_back({file, item.key, piece.begin + written[item.piece].offset, item.data.numel(),
+                          writer.crc32(item.key), false, piece.slice});
   }
   return part;
 }

@@ -63,6 +63,15 @@ TEST_P(ResumeTensorParallel, ContinuesBitForBit) {
   expect_resume_bit_for_bit(kind, config);
 }
 
+// The residual stream split on the hidden dim (llama-fsdp-tp-hidden.yaml): the token embedding
+// is split by width over `model`. With a vocabulary of 515 the head's slices differ by a row
+// between the model ranks, so their flat shards cut the parameters whole over `model` at other
+// places and their pieces overlap: each element is saved once, and the run resumes bit for bit.
+TEST(Checkpoint, ResumesWithTheHiddenDimSplit) {
+  expect_resume_bit_for_bit("llama_odd_vocab",
+                            spmd_config("llama_odd_vocab", fsdp_tp_mesh(), "llama-fsdp-tp-hidden.yaml"));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Spmd, ResumeTensorParallel,
     ::testing::Values(TpCase{"gpt2", false, false}, TpCase{"llama", false, false},
