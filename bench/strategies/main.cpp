@@ -5,7 +5,7 @@
 //   bench_strategies [--model small|tiny] [--batch 8] [--seq 512] [--steps 2]
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
-//                    [--cases strategies,prefetch,checkpointing,offload (default all)]
+//                    [--cases strategies,prefetch,checkpointing,offload,spmd (default all)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
@@ -235,8 +235,9 @@ struct Bench {
 
   // SPMD against FULL_SHARD on the same ranks: FSDPv2's default on mesh (N, 1) (target: within
   // 10% of FULL_SHARD's tokens/s and model state), and at 4 ranks fsdp x tensor parallel on
-  // mesh (2, 2) with gpt2-fsdp-tp.yaml, then with the sequence split too (gpt2-fsdp-tp-sp.yaml):
-  // its tokens/s and activation peak against fsdp-tp's.
+  // mesh (2, 2) with gpt2-fsdp-tp.yaml, then with the residual stream split between the layers
+  // too, on the sequence (gpt2-fsdp-tp-sp.yaml) and on the hidden dim (gpt2-fsdp-tp-hidden.yaml):
+  // their tokens/s and activation peaks against fsdp-tp's.
   void spmd_rows(bool bf16, const Result& full_shard) {
     const int n = world().size();
     std::vector<std::tuple<std::string, std::vector<int>, std::string, double>> meshes{
@@ -244,6 +245,7 @@ struct Bench {
     if (n == 4) {
       meshes.emplace_back("SPMD (2,2) fsdp-tp", std::vector<int>{2, 2}, "gpt2-fsdp-tp.yaml", 0.0);
       meshes.emplace_back("SPMD (2,2) fsdp-tp-sp", std::vector<int>{2, 2}, "gpt2-fsdp-tp-sp.yaml", 0.0);
+      meshes.emplace_back("SPMD (2,2) fsdp-tp-hidden", std::vector<int>{2, 2}, "gpt2-fsdp-tp-hidden.yaml", 0.0);
     }
     std::optional<Result> tensor_parallel;
     for (const auto& [name, mesh, rules, target] : meshes) {
@@ -254,7 +256,7 @@ struct Bench {
                       target > 0 ? 1.1 : 0.0});
       const double activations = megabytes(r.peaks[memory::Category::activations].peak);
       if (rules == "gpt2-fsdp-tp.yaml") tensor_parallel = r;
-      if (rules == "gpt2-fsdp-tp-sp.yaml" && tensor_parallel) {
+      if (rules != "gpt2-fsdp-tp.yaml" && tensor_parallel) {  // the residual stream split too
         rows.push_back({label + " tokens/s vs fsdp-tp", "tok/s", r.tokens_per_s, tensor_parallel->tokens_per_s,
                         "SPMD (2,2) fsdp-tp", 0.9});
         rows.push_back({label + " peak activations", "MB", activations,
