@@ -9,13 +9,18 @@ namespace acc::spmd {
 SpmdModel::SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
                      std::unique_ptr<TensorParallel> tensor_parallel,
                      std::set<std::string> whole_over_fsdp, std::shared_ptr<Mesh> mesh,
-                     OutputSharding output_sharding)
+                     OutputSharding output_sharding, std::vector<autograd::HookHandle> output_checks)
     : ShardedModel("SPMD(" + mesh->describe() + ")", std::move(module)),
       engine_(std::move(engine)),
       tensor_parallel_(std::move(tensor_parallel)),
       whole_over_fsdp_(std::move(whole_over_fsdp)),
       mesh_(std::move(mesh)),
-      output_sharding_(std::move(output_sharding)) {}
+      output_sharding_(std::move(output_sharding)),
+      output_checks_(std::move(output_checks)) {}
+
+SpmdModel::~SpmdModel() {
+  for (auto& check : output_checks_) check.remove();
+}
 
 models::ModelOutput SpmdModel::forward(const data::Batch& batch) {
   models::ModelOutput out = engine_->forward(batch);

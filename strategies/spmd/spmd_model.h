@@ -16,10 +16,15 @@ namespace acc::spmd {
 
 class SpmdModel final : public ShardedModel {
  public:
-  // `whole_over_fsdp`: the parameters every fsdp rank holds whole (their specs do not use fsdp).
+  // `whole_over_fsdp`: the parameters every fsdp rank holds whole (their specs do not use fsdp);
+  // `output_checks`: the hooks checking the module output rules at each call, removed with it.
   SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
             std::unique_ptr<TensorParallel> tensor_parallel, std::set<std::string> whole_over_fsdp,
-            std::shared_ptr<Mesh> mesh, OutputSharding output_sharding);
+            std::shared_ptr<Mesh> mesh, OutputSharding output_sharding,
+            std::vector<autograd::HookHandle> output_checks);
+  ~SpmdModel() override;
+  SpmdModel(const SpmdModel&) = delete;
+  SpmdModel& operator=(const SpmdModel&) = delete;
 
   // The engine's forward; returned logits as the output sharding asks (output_sharding.h).
   models::ModelOutput forward(const data::Batch& batch) override;
@@ -49,6 +54,7 @@ class SpmdModel final : public ShardedModel {
   std::set<std::string> whole_over_fsdp_;
   std::shared_ptr<Mesh> mesh_;
   OutputSharding output_sharding_;
+  std::vector<autograd::HookHandle> output_checks_;
   std::optional<Scope> no_sync_, summoned_;
 };
 

@@ -76,6 +76,24 @@ void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
   }
 }
 
+// A module output rule has one entry per dim of the output, which is known only at the call:
+// each call checks it, outermost, so the output is the one the rest of the model sees.
+std::vector<autograd::HookHandle> check_output_ranks(const ResolvedSharding& sharding, models::Model& model) {
+  std::map<std::string, nn::Module*> modules;
+  for (auto& [path, m] : model.named_modules()) modules[path] = m;
+  std::vector<autograd::HookHandle> checks;
+  for (const auto& [path, rule] : sharding.outputs)
+    checks.push_back(modules.at(path)->add_call_wrapper(
+        [path = path, rule = rule](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
+          Tensor y = inner(x);
+          ACC_CHECK(y.dim() == static_cast<int64_t>(rule.spec.rank()), "SPMD: ", rule.key, ": ",
+                    rule.spec.to_string(), " has ", rule.spec.rank(), " entries, but the output of ", m.type_name(),
+                    " '", path, "' is ", y.describe(), ": a spec names one mesh axis or null per dimension");
+          return y;
+        }));
+  return checks;
+}
+
 // Parameters whose spec does not use fsdp leave their units for one unit held whole on every
 // fsdp rank (gradients all-reduced over the axis); returns their names with the ignored
 // modules' (already whole).
@@ -128,6 +146,7 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
 std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> model) {
   ACC_CHECK(model, name(), ": the model to wrap is null");
   const ResolvedSharding sharding = resolve(*model, *mesh_, config().dist.spmd.sharding_rules);
+  auto output_checks = check_output_ranks(sharding, *model);  // before any other wrapper: outermost
   fsdp::prepare_model(*model, config(), *world());
   const auto& model_group = mesh_->has_axis("model") ? mesh_->group("model") : self_group_;
   auto tensor_parallel = std::make_unique<TensorParallel>(*model, sharding, model_group);
@@ -152,7 +171,7 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   tensor_parallel->install();
   OutputSharding output_sharding(config().dist.spmd.shard_output, mesh_, tensor_parallel->splits_vocabulary());
   return std::make_shared<SpmdModel>(std::move(model), std::move(engine), std::move(tensor_parallel),
-                                     std::move(whole), mesh_, std::move(output_sharding));
+                                     std::move(whole), mesh_, std::move(output_sharding), std::move(output_checks));
 }
 
 }  // namespace acc::spmd

@@ -92,6 +92,18 @@ TEST(SpmdErrors, OutputRuleOffTheBatch) {
                   {"transformer.h.*", "GPT2Block 'transformer.h.0'", "dim 0 (the batch) over fsdp"});
 }
 
+// A module output rule needs one entry per dimension of the output, which is known at the call.
+TEST(SpmdErrors, OutputRuleOfAnotherRank) {
+  const auto dir = fresh_dir("spmd_errors");
+  const std::string path = (dir / "rules.yaml").string();
+  std::ofstream(path) << "transformer.h.*: [fsdp, null]\n";
+  Config config = spmd_config("gpt2", fsdp_tp_mesh());
+  config.dist.spmd.sharding_rules = path;
+  auto [sharded, loader] = accelerate(make_model("gpt2"), any_loader(), config);
+  expect_contains(error_of([&, &sharded = sharded, &loader = loader] { sharded->forward(*loader.begin()); }),
+                  {"transformer.h.*: [fsdp, null] has 2 entries", "GPT2Block 'transformer.h.0'", "one mesh axis or null per dimension"});
+}
+
 // acc's modules return one tensor: [0] is it (as a Mixtral config's `model.layers.*[0]` names
 // the hidden states of a tuple), [1] is an error.
 TEST(SpmdErrors, TupleElementOnAModule) {
