@@ -20,8 +20,8 @@ enum class Norm { layer, rms };
 
 Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t.detach() : ops::cast(t, DType::f32).detach(); }
 
-// Per row, `width` sums over this rank's columns (fn(row, sums) adds into sums, in double),
-// then summed over the group: [rows, width] f32.
+// Per row, `width` (1 or 2) sums over this rank's columns (fn(row, sums) adds into sums, in
+// double), then summed over the group: [rows, width] f32.
 template <class Fn>
 Tensor summed_rows(int64_t rows, int width, dist::ProcessGroup& group, Fn&& fn) {
   Tensor sums = Tensor::empty({rows, width});
