@@ -57,7 +57,9 @@ TEST_P(SplitNorm, MatchesTheNormOfTheWholeRows) {
   EXPECT_TRUE(all_close(split.y, whole.y, 1e-5f, 1e-5f)) << "forward";
   EXPECT_TRUE(all_close(split.dx, whole.dx, 1e-4f, 1e-5f)) << "x's gradient";
   EXPECT_TRUE(all_close(split.dgamma, whole.dgamma, 1e-5f, 1e-5f)) << "gamma's gradient";
-  if (layer) EXPECT_TRUE(all_close(split.dbeta, whole.dbeta, 1e-5f, 1e-5f)) << "beta's gradient";
+  if (layer) {
+    EXPECT_TRUE(all_close(split.dbeta, whole.dbeta, 1e-5f, 1e-5f)) << "beta's gradient";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Norms, SplitNorm,
