@@ -15,6 +15,10 @@ namespace acc::spmd {
 
 namespace {
 
+// torchprime's name for the tensor-parallel axis: the same axis as `model`, in the mesh and the
+// rules, and named `model` from then on.
+constexpr const char* kTensorAxisAlias = "tensor";
+
 ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::string& rules_file) {
   std::vector<std::pair<std::string, Shape>> params;
   for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, p.shape());
@@ -23,7 +27,9 @@ ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::stri
     if (!path.empty()) modules.push_back(path);
   if (rules_file.empty())  // FSDPv2's default: every parameter split on its first dim over fsdp
     return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), "fsdp");
-  ResolvedSharding sharding = ShardingRules::from_file(rules_file).resolve(params, modules, mesh.axis_names());
+  ShardingRules rules = ShardingRules::from_file(rules_file);
+  rules.rename_axis(kTensorAxisAlias, "model");
+  ResolvedSharding sharding = rules.resolve(params, modules, mesh.axis_names());
   for (const auto& warning : sharding.warnings) log::warn("{}", warning);
   // acc's modules return one tensor: `[0]` names it as the plain key does, and of the two the
   // first in the file decides, as for any name.
@@ -130,15 +136,20 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
                          const Config& config) {
   Strategy::setup(world, topology, config);
   const SpmdConfig& spmd = config.dist.spmd;
-  for (const auto& axis : spmd.axis_names)
-    ACC_CHECK(axis == "fsdp" || axis == "model", "spmd_config.axis_names: '", axis,
+  std::vector<std::string> axes = spmd.axis_names;
+  for (auto& axis : axes) {
+    ACC_CHECK(axis == "fsdp" || axis == "model" || axis == kTensorAxisAlias, "spmd_config.axis_names: '", axis,
               "' is not an axis acc's SPMD engine runs: fsdp (data parallel, parameters sharded) "
-              "and model (tensor parallel)");
-  ACC_CHECK(std::find(spmd.axis_names.begin(), spmd.axis_names.end(), "fsdp") != spmd.axis_names.end(),
+              "and model (tensor parallel; torchprime's `tensor` is another name for it)");
+    if (axis == kTensorAxisAlias) axis = "model";
+  }
+  ACC_CHECK(std::count(axes.begin(), axes.end(), "model") <= 1,
+            "spmd_config.axis_names: `model` and `tensor` are two names of the tensor-parallel axis; name it once");
+  ACC_CHECK(std::find(axes.begin(), axes.end(), "fsdp") != axes.end(),
             "spmd_config.axis_names: the mesh has no `fsdp` axis; SPMD splits batches and shards "
             "parameters over it (plain FSDPv2 is mesh_shape [", world->size(),
             ", 1] with axis_names [fsdp, model])");
-  mesh_ = std::make_shared<Mesh>(world, spmd.mesh_shape, spmd.axis_names);
+  mesh_ = std::make_shared<Mesh>(world, spmd.mesh_shape, axes);
   self_group_ = std::make_shared<dist::SingleProcessGroup>(world->name() + "/self",
                                                            world->world_ranks()[world->rank()]);
 }

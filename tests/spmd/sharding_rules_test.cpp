@@ -103,6 +103,20 @@ model.layers.*.mlp.nonexistent.weight: [fsdp, null]
   for (const auto& [name, spec] : fallback.parameters) EXPECT_EQ(spec.dims[0], std::vector<std::string>{"fsdp"}) << name;
 }
 
+// A second name of one axis (torchprime's `tensor` for `model`) becomes that axis in every spec;
+// a spec naming both would split two dims over one axis.
+TEST(ShardingRules, RenameAxis) {
+  auto rules = ShardingRules::parse("a: [fsdp, tensor]\nb: [[tensor, fsdp], null]\nc: [model]\n", "r.yaml");
+  rules.rename_axis("tensor", "model");
+  EXPECT_EQ(rules.rules()[0].spec.to_string(), "[fsdp, model]");
+  EXPECT_EQ(rules.rules()[1].spec.to_string(), "[[model, fsdp], null]");
+  EXPECT_EQ(rules.rules()[2].spec.to_string(), "[model]");
+  auto both = ShardingRules::parse("a: [tensor, model]\n", "r.yaml");
+  EXPECT_NE(error_of([&] { both.rename_axis("tensor", "model"); }).find("key 'a': spec [tensor, model] names 'tensor' "
+                                                                      "and 'model', two names of one axis"),
+            std::string::npos);
+}
+
 TEST(ShardingRules, SpecsThatDoNotFitAreErrors) {
   auto model = std::make_shared<models::Llama>(models::LlamaConfig::tiny(), 0);
   auto resolve = [&](const std::string& yaml) {

@@ -83,6 +83,17 @@ const ShardingRule* ShardingRules::find(const std::string& name) const {
   return nullptr;
 }
 
+void ShardingRules::rename_axis(const std::string& from, const std::string& to) {
+  for (auto& rule : rules_) {
+    const auto axes = rule.spec.axes();
+    const bool both = std::find(axes.begin(), axes.end(), from) != axes.end() &&
+                      std::find(axes.begin(), axes.end(), to) != axes.end();
+    ACC_CHECK(!both, "sharding rules ", source_, ", key '", rule.key, "': spec ", rule.spec.to_string(), " names '",
+              from, "' and '", to, "', two names of one axis: it would split two dimensions over it");
+    for (auto& dim : rule.spec.dims) std::replace(dim.begin(), dim.end(), from, to);
+  }
+}
+
 ResolvedSharding ShardingRules::resolve(const std::vector<std::pair<std::string, Shape>>& parameters,
                                         const std::vector<std::string>& modules,
                                         const std::vector<std::string>& axis_names,

@@ -45,6 +45,9 @@ class ShardingRules {
   const std::string& source() const { return source_; }
   // The first rule whose pattern matches `name` (parameter keys never carry [i]).
   const ShardingRule* find(const std::string& name) const;
+  // Every spec's axis `from` renamed `to`, for a second name of one axis (torchprime's `tensor`
+  // for `model`). An error names the key whose spec would then split two dims over `to`.
+  void rename_axis(const std::string& from, const std::string& to);
 
   // Resolves a model's parameters (qualified name and shape) and module paths against the
   // rules on a mesh with axes `axis_names`. A parameter no key names gets `fallback` for its

@@ -7,6 +7,8 @@
 // c_attn per q, k and v: a split across them would mix heads and fail here.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -73,6 +75,30 @@ TEST_P(SpmdEquivalence, SameLossesAndParametersAsOneProcess) {
                           layout.starts_with("fsdp_tp") || world().size() > 1 ? kParamAtolTp : kParamAtol))
         << single.params[i].first;
   }
+}
+
+// torchprime names the tensor-parallel axis `tensor`: a mesh and a rules file that say `tensor`
+// train exactly as the same ones saying `model`.
+TEST(SpmdAxisNames, TensorIsModel) {
+  const Config with_model = config_for({"llama", "fsdp_tp_hidden", false});
+  std::ifstream in(with_model.dist.spmd.sharding_rules);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string rules = text.str();
+  for (const auto& [from, to] : {std::pair{"[model,", "[tensor,"}, std::pair{", model]", ", tensor]"}})
+    for (size_t at = rules.find(from); at != std::string::npos; at = rules.find(from, at))
+      rules.replace(at, std::string(from).size(), to);
+  ASSERT_EQ(rules.find("model]"), std::string::npos);
+  const auto dir = fresh_dir("spmd_axis_names");
+  std::ofstream((dir / "rules.yaml").string()) << rules;
+  Config with_tensor = with_model;
+  with_tensor.dist.spmd.axis_names = {"fsdp", "tensor"};
+  with_tensor.dist.spmd.sharding_rules = (dir / "rules.yaml").string();
+  const RunResult a = run_accelerated("llama", with_model, kSteps, kGlobalBatch);
+  const RunResult b = run_accelerated("llama", with_tensor, kSteps, kGlobalBatch);
+  EXPECT_EQ(a.losses, b.losses);
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) EXPECT_EQ(a.params[i].second, b.params[i].second) << a.params[i].first;
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
