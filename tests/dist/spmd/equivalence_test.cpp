@@ -3,7 +3,7 @@
 // fsdp rules files, and fsdp x tensor parallel with the shipped fsdp-tp, fsdp-tp-sp (sequence
 // parallel) and fsdp-tp-hidden (residual stream split on the hidden dim) rules files (mesh
 // (1, 1), (1, 2) or (2, 2) at 1, 2 or 4 ranks), also with activation checkpointing and
-// forward prefetch. The tensor-parallel GPT-2 splits the packed
+// forward prefetch, and with offload and deferred initialisation. The tensor-parallel GPT-2 splits the packed
 // c_attn per q, k and v: a split across them would mix heads and fail here.
 #include <gtest/gtest.h>
 
@@ -47,6 +47,10 @@ Config config_for(const Case& c) {
                             : layout.starts_with("fsdp_tp_hidden") ? "-hidden"
                                                                    : "";
   Config config = spmd_config(kind, fsdp_tp_mesh(), family + "-fsdp-tp" + split + ".yaml", bf16);
+  if (layout.ends_with("_offload")) {  // fsdp_offload_params with deferred initialisation
+    config.dist.fsdp.offload_params = true;
+    config.dist.fsdp.cpu_ram_efficient_loading = true;
+  }
   if (layout.ends_with("_levers")) {  // the engine's levers under tensor parallelism: the
     // recomputed forward re-runs the model-axis collectives inside the backward
     config.dist.fsdp.activation_checkpointing = true;
@@ -130,6 +134,12 @@ INSTANTIATE_TEST_SUITE_P(SpmdSequence, SpmdEquivalence, ::testing::ValuesIn(spli
 // token (Llama) or position (GPT-2) embedding split by width.
 INSTANTIATE_TEST_SUITE_P(SpmdHidden, SpmdEquivalence, ::testing::ValuesIn(split_residual_cases("fsdp_tp_hidden")),
                          case_name);
+
+// The engine's offload of masters, gradients and optimizer state (with each rank building only
+// its shards) under tensor parallelism, whole or with the residual stream split.
+INSTANTIATE_TEST_SUITE_P(SpmdOffload, SpmdEquivalence,
+                         ::testing::Values(Case{"gpt2", "fsdp_tp_offload", false}, Case{"llama", "fsdp_tp_hidden_offload", false},
+                                           Case{"llama", "fsdp_tp_sp_offload", true}), case_name);
 
 INSTANTIATE_TEST_SUITE_P(Spmd, SpmdEquivalence,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),
