@@ -56,14 +56,24 @@ std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const Resol
   const ShardingRule* first_rule = nullptr;
   SplitDim split = SplitDim::sequence;
   std::string parent;
+  auto not_in_the_stack = [&](const std::string& path, const ShardingRule& rule, SplitDim this_split) {
+    ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " splits ", describe(this_split), " of the output of '",
+             path, "' over `model`; the rules split the outputs of a run of consecutive layers of one stack (e.g. ",
+             "model.layers.*), each named <stack>.<index>",
+             first_rule ? ", and '" + path + "' is not in the stack '" + parent + "'" : "");
+  };
+  // Rules on modules inside the layers, splitting their sequence: statements of what runs there,
+  // checked at each call (spmd_strategy.cpp), once the layers are known.
+  std::vector<std::pair<std::string, const ShardingRule*>> inside_rules;
   for (const auto& [path, rule] : sharding.outputs) {
     const auto this_split = layer_split(*modules.at(path), path, rule);
     if (!this_split) continue;
     const auto [owner, index] = parent_and_index(path);
-    ACC_CHECK(index >= 0 && (!first_rule || owner == parent), "SPMD: ", rule.key, ": ", rule.spec.to_string(),
-              " splits ", describe(*this_split), " of the output of '", path, "' over `model`; the rules split ",
-              "the outputs of a run of consecutive layers of one stack (e.g. model.layers.*), each named ",
-              "<stack>.<index>", first_rule ? ", and '" + path + "' is not in the stack '" + parent + "'" : "");
+    if (index < 0 && *this_split == SplitDim::sequence) {
+      inside_rules.emplace_back(path, &rule);
+      continue;
+    }
+    if (first_rule && owner != parent) not_in_the_stack(path, rule, *this_split);
     ACC_CHECK(!first_rule || *this_split == split, "SPMD: ", first_rule->key, " splits ", describe(split), " and ",
               rule.key, " splits ", describe(*this_split), " of the layers over `model`: the split layers share one ",
               "split dim");
@@ -71,6 +81,11 @@ std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const Resol
     split = *this_split;
     parent = owner;
     layers.emplace_back(index, path);
+  }
+  for (const auto& [path, rule] : inside_rules) {
+    const bool inside_a_layer = split == SplitDim::sequence &&
+        std::any_of(layers.begin(), layers.end(), [&](const auto& l) { return path.starts_with(l.second + "."); });
+    if (!inside_a_layer) not_in_the_stack(path, *rule, SplitDim::sequence);
   }
   if (layers.empty()) return nullptr;
   std::sort(layers.begin(), layers.end());
@@ -168,6 +183,14 @@ struct SplitLayers::SharedInput {
   Tensor grad;      // the sum of the Linears' partial gradients of `gathered`
   int pending = 0;  // Linears recorded in forward whose backward has not run
 };
+
+std::optional<bool> SplitLayers::holds_slice(const Tensor& y) const {
+  if (extents_.empty() || y.dim() < 3) return std::nullopt;
+  const int64_t whole = std::accumulate(extents_.begin(), extents_.end(), int64_t{0}), mine = local_extent();
+  const int64_t extent = y.size(static_cast<int>(dim_of(y)));
+  if (mine == whole || (extent != mine && extent != whole)) return std::nullopt;
+  return extent == mine;
+}
 
 int64_t SplitLayers::local_extent() const {
   ACC_CHECK(!extents_.empty(), "SPMD: split layers: a split layer or a Linear in one ran before the first ",

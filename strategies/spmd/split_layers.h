@@ -34,8 +34,10 @@
 // in the tensor, so each rank's slice would get the same one). The dim splits as evenly as it
 // can (split_sizes), its extents set at the first layer of each forward; with fewer tokens than
 // ranks (a token at a time) some ranks hold none.
+#include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -71,6 +73,10 @@ class SplitLayers {
   SplitDim split() const { return split_; }
   // True for a split layer and every module in one.
   bool contains(const nn::Module* m) const { return inside_.count(m) > 0; }
+  bool is_layer(const nn::Module* m) const { return std::find(layers_.begin(), layers_.end(), m) != layers_.end(); }
+  // Whether `y`, made in a split layer, holds this rank's share of the current forward's split
+  // dim (true) or all of it (false); empty where its extent cannot tell (the same either way).
+  std::optional<bool> holds_slice(const Tensor& y) const;
 
   // Hooks the layers' calls and the modules with whole parameters; while `bypass()` is true
   // (summon_full_params) the hooks step aside.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "acc/dist/single_process_group.h"
@@ -82,19 +83,36 @@ void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
   }
 }
 
-// A module output rule has one entry per dim of the output, which is known only at the call:
-// each call checks it, outermost, so the output is the one the rest of the model sees.
-std::vector<autograd::HookHandle> check_output_ranks(const ResolvedSharding& sharding, models::Model& model) {
+// What a module output rule says that is known only at the call, checked at each call,
+// outermost, so the output is the one the rest of the model sees: one entry per dim of the
+// output, and inside layers that split the sequence, whether dim 1 holds this rank's tokens
+// (a norm's or a row-parallel Linear's output) or every token (a column-parallel Linear's).
+std::vector<autograd::HookHandle> check_outputs_at_calls(const ResolvedSharding& sharding, models::Model& model,
+                                                         const SplitLayers* split) {
   std::map<std::string, nn::Module*> modules;
   for (auto& [path, m] : model.named_modules()) modules[path] = m;
+  if (split && split->split() != SplitDim::sequence) split = nullptr;
   std::vector<autograd::HookHandle> checks;
   for (const auto& [path, rule] : sharding.outputs)
     checks.push_back(modules.at(path)->add_call_wrapper(
-        [path = path, rule = rule](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
+        [path = path, rule = rule, split](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
           Tensor y = inner(x);
-          ACC_CHECK(y.dim() == static_cast<int64_t>(rule.spec.rank()), "SPMD: ", rule.key, ": ",
-                    rule.spec.to_string(), " has ", rule.spec.rank(), " entries, but the output of ", m.type_name(),
-                    " '", path, "' is ", y.describe(), ": a spec names one mesh axis or null per dimension");
+          auto fail = [&](const std::string& why) {
+            ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " for the output of ", m.type_name(), " '",
+                     path, "' ", why);
+          };
+          if (y.dim() != static_cast<int64_t>(rule.spec.rank()))
+            fail("has " + std::to_string(rule.spec.rank()) + " entries, but the output is " + y.describe() +
+                 ": a spec names one mesh axis or null per dimension");
+          if (!split || !split->contains(&m) || split->is_layer(&m)) return y;
+          const std::optional<bool> sliced = split->holds_slice(y);  // only for outputs of 3 or more dims
+          if (!sliced) return y;
+          const bool says_sliced = rule.spec.dims[1] == std::vector<std::string>{"model"};
+          if (*sliced != says_sliced)
+            fail(std::string("says its sequence (dim 1) is ") + (says_sliced ? "split over `model`" : "whole") +
+                 ", but in a layer whose sequence is split it " +
+                 (*sliced ? "holds this rank's tokens: [fsdp, model, ...]" : "holds every token: [fsdp, null, ...]") +
+                 " (" + y.describe() + ")");
           return y;
         }));
   return checks;
@@ -157,11 +175,12 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
 std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> model) {
   ACC_CHECK(model, name(), ": the model to wrap is null");
   const ResolvedSharding sharding = resolve(*model, *mesh_, config().dist.spmd.sharding_rules);
-  auto output_checks = check_output_ranks(sharding, *model);  // before any other wrapper: outermost
   fsdp::prepare_model(*model, config(), *world());
   const auto& model_group = mesh_->has_axis("model") ? mesh_->group("model") : self_group_;
   auto tensor_parallel = std::make_unique<TensorParallel>(*model, sharding, model_group);
   check_output_rules(sharding, *model, *tensor_parallel, *mesh_);
+  // Before any other wrapper (the engine's, the tensor-parallel ones): outermost.
+  auto output_checks = check_outputs_at_calls(sharding, *model, tensor_parallel->split_layers());
   tensor_parallel->slice_parameters(*model);
 
   const auto& fsdp_group = mesh_->group("fsdp");

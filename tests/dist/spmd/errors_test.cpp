@@ -101,7 +101,8 @@ TEST(SpmdErrors, OutputRuleOfAnotherRank) {
   config.dist.spmd.sharding_rules = path;
   auto [sharded, loader] = accelerate(make_model("gpt2"), any_loader(), config);
   expect_contains(error_of([&, &sharded = sharded, &loader = loader] { sharded->forward(*loader.begin()); }),
-                  {"transformer.h.*: [fsdp, null] has 2 entries", "GPT2Block 'transformer.h.0'", "one mesh axis or null per dimension"});
+                  {"transformer.h.*: [fsdp, null] for the output of GPT2Block 'transformer.h.0' has 2 entries",
+                   "one mesh axis or null per dimension"});
 }
 
 // acc's modules return one tensor: [0] is it (as a Mixtral config's `model.layers.*[0]` names

@@ -143,6 +143,37 @@ TEST(SequenceParallel, OnlyLayersOfAStack) {
                   {"transformer.ln_f", "a run of consecutive layers of one stack"});
 }
 
+// Inside layers whose sequence is split, a module rule says whether its output holds this rank's
+// tokens (a norm, a row-parallel Linear) or every token (a column-parallel Linear); a rule that
+// says otherwise is an error at the call, naming the rule and the module.
+TEST(SequenceParallel, RulesInsideTheLayersSayWhatRuns) {
+  if (fsdp_tp_mesh()[1] == 1) GTEST_SKIP() << "one rank along `model`: nothing is split";
+  auto forward_error = [](const std::string& rules) {
+    const auto dir = fresh_dir("split_layers_errors");
+    const std::string path = (dir / "rules.yaml").string();
+    std::ofstream out(path);
+    out << rules << std::ifstream(rules_path("llama-fsdp-tp-sp.yaml")).rdbuf();
+    out.close();
+    Config config = spmd_config("llama", fsdp_tp_mesh());
+    config.dist.spmd.sharding_rules = path;
+    data::DataLoader loader(make_dataset("llama", 4 * world().size()), {.batch_size = 4, .prefetch = 0});
+    auto [sharded, rank_loader] = accelerate(make_model("llama"), loader, config);
+    return error_of([&, &sharded = sharded, &rank_loader = rank_loader] {
+      sharded->forward(*rank_loader.begin()).loss.backward();
+    });
+  };
+  expect_contains(forward_error("model.layers.*.input_layernorm: [fsdp, null, null]\n"),
+                  {"model.layers.*.input_layernorm", "RMSNorm 'model.layers.0.input_layernorm'",
+                   "holds this rank's tokens: [fsdp, model, ...]"});
+  expect_contains(forward_error("model.layers.*.self_attn.q_proj: [fsdp, model, null]\n"),
+                  {"model.layers.*.self_attn.q_proj", "Linear 'model.layers.0.self_attn.q_proj'",
+                   "holds every token: [fsdp, null, ...]"});
+  EXPECT_EQ(forward_error("model.layers.*.input_layernorm: [fsdp, model, null]\n"
+                          "model.layers.*.self_attn.q_proj: [fsdp, null, model]\n"
+                          "model.layers.*.self_attn.o_proj: [fsdp, model, null]\n"),
+            "no error");
+}
+
 // A stack of one layer and a head: enough for the rules to be checked at wrap time.
 class OneLayerStack final : public models::Model {
  public:
