@@ -1,8 +1,6 @@
 #include "spmd_strategy.h"
 
 #include <algorithm>
-#include <map>
-#include <optional>
 #include <set>
 
 #include "acc/dist/single_process_group.h"
@@ -10,6 +8,7 @@
 #include "acc/util/log.h"
 #include "fsdp/engine_setup.h"
 #include "fsdp/wrap_policy.h"
+#include "output_rules.h"
 #include "spmd_model.h"
 
 namespace acc::spmd {
@@ -39,83 +38,6 @@ ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::stri
     return o.second.output_index <= 0 && !decided.insert(o.first).second;
   });
   return sharding;
-}
-
-// Module output rules (activation sharding) the engine runs: the batch over fsdp (each fsdp
-// rank computes its own samples), and over `model` what the engine does anyway: the sequence
-// (dim 1) or the hidden dim (the last) of a stack's layers, checked by SplitLayers::plan, and
-// then the last dim of every module inside layers split on it, and the last dim of a
-// column-parallel Linear's output. Every other dim whole.
-void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
-                        const TensorParallel& tensor_parallel, const Mesh& mesh) {
-  std::map<std::string, nn::Module*> modules;
-  for (auto& [path, m] : model.named_modules()) modules[path] = m;
-  const bool model_axis = mesh.has_axis("model") && mesh.size("model") > 1;
-  const SplitLayers* split = tensor_parallel.split_layers();
-  for (const auto& [path, rule] : sharding.outputs) {
-    const nn::Module* m = modules.at(path);
-    auto fail = [&](const std::string& why) {
-      ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " for the output of ", m->type_name(),
-               " '", path, "' ", why);
-    };
-    if (rule.output_index > 0)
-      fail("selects element " + std::to_string(rule.output_index) + " of a tuple, but acc's modules return one "
-           "tensor: [0] is that tensor");
-    const auto& dims = rule.spec.dims;
-    if (dims.empty()) continue;
-    if (dims[0] != std::vector<std::string>{"fsdp"})
-      fail("must split dim 0 (the batch) over fsdp: SPMD is data parallel over that axis");
-    const bool hidden_inside = model_axis && split && split->split() == SplitDim::hidden && split->contains(m);
-    if (hidden_inside && dims.back() != std::vector<std::string>{"model"})
-      fail("must split the last dim over `model`: inside the layers whose outputs the rules split on the hidden "
-           "dim, every module's output is split so");
-    for (size_t d = 1; d < dims.size(); ++d) {
-      if (dims[d].empty()) continue;
-      const bool over_model = dims[d] == std::vector<std::string>{"model"};
-      const bool sequence = d == 1 && dims.size() >= 3, last = d + 1 == dims.size();
-      if (!over_model || !(sequence || last))
-        fail("is not supported: past the batch only the sequence (dim 1) or the last dim may be split, over `model`");
-      if (sequence || !model_axis) continue;  // sequence: SplitLayers::plan checked the layers
-      if (!tensor_parallel.splits_output(m) && !hidden_inside)
-        fail("splits the last dim over `model`, which only a column-parallel Linear's output is, or the output of a "
-             "stack's layers (and of every module in them) where the rules split the layers on the hidden dim");
-    }
-  }
-}
-
-// What a module output rule says that is known only at the call, checked at each call,
-// outermost, so the output is the one the rest of the model sees: one entry per dim of the
-// output, and inside layers that split the sequence, whether dim 1 holds this rank's tokens
-// (a norm's or a row-parallel Linear's output) or every token (a column-parallel Linear's).
-std::vector<autograd::HookHandle> check_outputs_at_calls(const ResolvedSharding& sharding, models::Model& model,
-                                                         const SplitLayers* split) {
-  std::map<std::string, nn::Module*> modules;
-  for (auto& [path, m] : model.named_modules()) modules[path] = m;
-  if (split && split->split() != SplitDim::sequence) split = nullptr;
-  std::vector<autograd::HookHandle> checks;
-  for (const auto& [path, rule] : sharding.outputs)
-    checks.push_back(modules.at(path)->add_call_wrapper(
-        [path = path, rule = rule, split](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
-          Tensor y = inner(x);
-          auto fail = [&](const std::string& why) {
-            ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " for the output of ", m.type_name(), " '",
-                     path, "' ", why);
-          };
-          if (y.dim() != static_cast<int64_t>(rule.spec.rank()))
-            fail("has " + std::to_string(rule.spec.rank()) + " entries, but the output is " + y.describe() +
-                 ": a spec names one mesh axis or null per dimension");
-          if (!split || !split->contains(&m) || split->is_layer(&m)) return y;
-          const std::optional<bool> sliced = split->holds_slice(y);  // only for outputs of 3 or more dims
-          if (!sliced) return y;
-          const bool says_sliced = rule.spec.dims[1] == std::vector<std::string>{"model"};
-          if (*sliced != says_sliced)
-            fail(std::string("says its sequence (dim 1) is ") + (says_sliced ? "split over `model`" : "whole") +
-                 ", but in a layer whose sequence is split it " +
-                 (*sliced ? "holds this rank's tokens: [fsdp, model, ...]" : "holds every token: [fsdp, null, ...]") +
-                 " (" + y.describe() + ")");
-          return y;
-        }));
-  return checks;
 }
 
 // Parameters whose spec does not use fsdp leave their units for one unit held whole on every
