@@ -19,6 +19,7 @@ size_t staging_buffer_bytes() {
 
 void StagingCopy::operator()(void* buffer, const void* src, size_t bytes, void* keep,
                              bool keep_streaming) {
+  if (bytes == 0) return;  // an empty slot: its pointers may be null, which memcpy must not get
   const bool timed = bytes >= kTimedBytes;
   const bool stream = timed && streaming_left_ > 0;
   if (stream) --streaming_left_;
