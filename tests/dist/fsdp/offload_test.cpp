@@ -149,6 +149,11 @@ int64_t peak_resident_of_training(Config config, int64_t* optimizer_bytes) {
 }
 
 TEST(Offload, FilesCutPeakResidentMemoryByTheOptimizerState) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Every rank does the same, so all skip together and their collectives stay matched.
+  GTEST_SKIP() << "under AddressSanitizer its quarantine of freed blocks and its shadow memory decide the "
+                  "resident peak, not acc (measured: from -5 to 31 MB saved on a 29 MB optimizer state, varying by rank and run)";
+#endif
   Config config = strategy_config("FULL_SHARD", "gpt2");
   int64_t state = 0;
   const int64_t in_memory = peak_resident_of_training(config, &state);
