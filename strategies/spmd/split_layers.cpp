@@ -63,7 +63,7 @@ std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const Resol
              first_rule ? ", and '" + path + "' is not in the stack '" + parent + "'" : "");
   };
   // Rules on modules inside the layers, splitting their sequence: statements of what runs there,
-  // checked at each call (spmd_strategy.cpp), once the layers are known.
+  // checked at each call (output_rules.h), once the layers are known.
   std::vector<std::pair<std::string, const ShardingRule*>> inside_rules;
   for (const auto& [path, rule] : sharding.outputs) {
     const auto this_split = layer_split(*modules.at(path), path, rule);
@@ -186,10 +186,15 @@ struct SplitLayers::SharedInput {
 
 std::optional<bool> SplitLayers::holds_slice(const Tensor& y) const {
   if (extents_.empty() || y.dim() < 3) return std::nullopt;
-  const int64_t whole = std::accumulate(extents_.begin(), extents_.end(), int64_t{0}), mine = local_extent();
+  const int64_t whole = whole_extent(), mine = local_extent();
   const int64_t extent = y.size(static_cast<int>(dim_of(y)));
   if (mine == whole || (extent != mine && extent != whole)) return std::nullopt;
   return extent == mine;
+}
+
+int64_t SplitLayers::whole_extent() const {
+  local_extent();  // the error when no first split layer has set the extents
+  return std::accumulate(extents_.begin(), extents_.end(), int64_t{0});
 }
 
 int64_t SplitLayers::local_extent() const {
@@ -266,10 +271,8 @@ Tensor SplitLayers::row_bias(const Tensor& bias) const { return local_parameter(
 
 Tensor SplitLayers::local_parameter(const Tensor& p) const {
   if (split_ == SplitDim::hidden) {  // this rank's features; backward gathers the whole gradient
-    local_extent();  // the error when no split layer has run yet
-    ACC_CHECK(p.dim() == 1 && p.size(0) == std::accumulate(extents_.begin(), extents_.end(), int64_t{0}),
-              "SPMD: split layers: a parameter whole over `model` in a layer split on the hidden dim is ",
-              p.describe(), ", not [", std::accumulate(extents_.begin(), extents_.end(), int64_t{0}), "]");
+    ACC_CHECK(p.dim() == 1 && p.size(0) == whole_extent(), "SPMD: split layers: a parameter whole over `model` in a ",
+              "layer split on the hidden dim is ", p.describe(), ", not [", whole_extent(), "]");
     return scatter_slices(p, 0, extents_, group_);
   }
   // Used on this rank's tokens: the gradient is a partial sum over the tokens.
@@ -279,7 +282,7 @@ Tensor SplitLayers::local_parameter(const Tensor& p) const {
 Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<std::string>& names, const Tensor& x,
                                                const nn::Module::Inner& inner) const {
   if (split_ == SplitDim::hidden) {  // plan() admitted only the norms here
-    const int64_t cols = std::accumulate(extents_.begin(), extents_.end(), int64_t{0});
+    const int64_t cols = whole_extent();
     ACC_CHECK(x.dim() >= 1 && x.size(-1) == local_extent(), "SPMD: split layers: ", m.type_name(), " got ",
               x.describe(), ", not this rank's ", local_extent(), " features of ", cols);
     if (const auto* layer_norm = dynamic_cast<const nn::LayerNorm*>(&m))
@@ -288,6 +291,7 @@ Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<
     return split_rms_norm(x, local_parameter(m.param("weight")), dynamic_cast<const nn::RMSNorm&>(m).eps(), cols,
                           group_);
   }
+  if (!autograd::GradMode::is_enabled()) return inner(x);  // no gradient to reduce: the parameters as they are
   std::vector<Tensor> originals;
   struct Restore {  // the module's own parameters back, also when a swap or the call throws
     nn::Module& m;

@@ -99,6 +99,8 @@ class SplitLayers {
   // This rank's share of the current forward's split dim; the error when no first split layer
   // has set it.
   int64_t local_extent() const;
+  // The whole extent of that dim (the sum of the ranks' shares).
+  int64_t whole_extent() const;
   // A parameter whole over `model` as this rank uses it (see the table above).
   Tensor local_parameter(const Tensor& p) const;
 
