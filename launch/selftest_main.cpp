@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "acc/dist/single_process_group.h"
+#include "acc/distributed/single_process_group.h"
 #include "acc/train/cli.h"
 #include "acc/plugin/registry.h"
 

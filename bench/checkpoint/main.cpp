@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "acc/acc.h"
-#include "acc/dist/agreement.h"
+#include "acc/distributed/agreement.h"
 #include "acc/io/safetensors.h"
 #include "acc/memory/allocator.h"
 #include "acc/runtime/threads.h"

@@ -7,7 +7,7 @@
 //   acc::models, acc::data, acc::optim, acc::nn, acc::ops          models, data, optimizers
 #include "acc/accelerate/accelerate.h"
 #include "acc/accelerate/accelerator.h"
-#include "acc/accelerate/sharded_model.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/config/config.h"
 #include "acc/data/dataloader.h"

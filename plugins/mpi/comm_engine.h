@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "acc/dist/work.h"
+#include "acc/distributed/work.h"
 #include "schedule.h"
 #include "scratch_pool.h"
 #include "shm_channel.h"

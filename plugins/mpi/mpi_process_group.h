@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "comm_engine.h"
 #include "shm_schedule.h"
 

@@ -1,5 +1,5 @@
 // Entry point of the mpi plugin: registers the "mpi" comm backend.
-#include "acc/dist/environment.h"
+#include "acc/distributed/environment.h"
 #include "acc/plugin/plugin_api.h"
 #include "acc/plugin/registry.h"
 #include "mpi_process_group.h"

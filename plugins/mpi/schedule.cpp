@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "acc/dist/reduce_kernels.h"
+#include "acc/distributed/reduce_kernels.h"
 
 namespace acc::mpi {
 namespace {

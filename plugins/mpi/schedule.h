@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "scratch_pool.h"
 
 namespace acc::mpi {

@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "acc/dist/staging_copy.h"
+#include "acc/distributed/staging_copy.h"
 
 namespace acc::mpi {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <functional>
 
-#include "acc/dist/reduce_kernels.h"
+#include "acc/distributed/reduce_kernels.h"
 
 namespace acc::mpi {
 namespace {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "schedule.h"
 #include "scratch_pool.h"
 #include "shm_channel.h"

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "acc/nn/module.h"
 
 namespace acc::fsdp {

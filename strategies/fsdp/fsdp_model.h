@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "acc/accelerate/sharded_model.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/autograd/hooks.h"
 #include "flat_unit.h"
 #include "vocab_parallel.h"

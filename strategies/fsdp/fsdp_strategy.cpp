@@ -1,7 +1,7 @@
 #include "fsdp_strategy.h"
 
-#include "acc/dist/single_process_group.h"
-#include "acc/dist/subgroups.h"
+#include "acc/distributed/single_process_group.h"
+#include "acc/distributed/subgroups.h"
 #include "acc/util/log.h"
 #include "engine_setup.h"
 

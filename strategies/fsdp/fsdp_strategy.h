@@ -9,7 +9,7 @@
 //   NO_SHARD             this rank                every rank         -
 //   HYBRID_SHARD         the node (or fsdp.size)  across nodes       yes
 //   HYBRID_SHARD_ZERO2   the node (or fsdp.size)  across nodes       no
-#include "acc/plugin/strategy.h"
+#include "acc/strategy/strategy.h"
 
 namespace acc::fsdp {
 

@@ -23,7 +23,7 @@
 #include <memory>
 #include <vector>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "acc/tensor/tensor.h"
 
 namespace acc::spmd {

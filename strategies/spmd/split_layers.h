@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "acc/models/model.h"
 #include "acc/spmd/sharding_rules.h"
 

@@ -15,7 +15,7 @@
 // per row.
 #include <memory>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "acc/tensor/tensor.h"
 
 namespace acc::spmd {

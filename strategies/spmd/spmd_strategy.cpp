@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "acc/dist/single_process_group.h"
+#include "acc/distributed/single_process_group.h"
 #include "acc/spmd/sharding_rules.h"
 #include "acc/util/log.h"
 #include "fsdp/engine_setup.h"

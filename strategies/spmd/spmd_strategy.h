@@ -12,7 +12,7 @@
 // spec does not use fsdp stay whole on every fsdp rank, their gradients all-reduced over it.
 #include <memory>
 
-#include "acc/plugin/strategy.h"
+#include "acc/strategy/strategy.h"
 #include "acc/spmd/mesh.h"
 
 namespace acc::spmd {

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "acc/accelerate/sharded_model.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/autograd/hooks.h"
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 #include "acc/models/model.h"
 #include "acc/spmd/sharding_rules.h"
 #include "split_layers.h"

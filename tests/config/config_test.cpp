@@ -10,7 +10,7 @@
 #include <map>
 #include <optional>
 
-#include "dist/local/error_matchers.h"
+#include "distributed/local/error_matchers.h"
 
 namespace acc {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "acc/config/config.h"
-#include "dist/local/error_matchers.h"
+#include "distributed/local/error_matchers.h"
 #include "support/test_support.h"
 
 namespace acc {

@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "acc/accelerate/sharded_model.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/config/config.h"
 #include "acc/data/dataloader.h"
 #include "acc/nn/deferred_init.h"
-#include "acc/plugin/strategy.h"
+#include "acc/strategy/strategy.h"
 
 namespace acc {
 

@@ -23,7 +23,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "acc/accelerate/sharded_model.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/config/config.h"
 #include "acc/optim/lr_schedule.h"
 #include "acc/optim/optimizer.h"

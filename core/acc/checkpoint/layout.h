@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "acc/accelerate/sharded_model.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/optim/optimizer.h"
 
 namespace acc::checkpoint {

@@ -9,7 +9,7 @@
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
 #include "acc/checkpoint/piece_reader.h"
-#include "acc/dist/agreement.h"
+#include "acc/distributed/agreement.h"
 #include "acc/models/checkpoint.h"
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"

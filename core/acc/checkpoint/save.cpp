@@ -12,7 +12,7 @@
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
-#include "acc/dist/agreement.h"
+#include "acc/distributed/agreement.h"
 #include "acc/io/safetensors.h"
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"

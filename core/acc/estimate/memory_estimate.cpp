@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "acc/dist/staging_copy.h"
+#include "acc/distributed/staging_copy.h"
 #include "acc/kernels/matmul.h"
 #include "acc/memory/allocator.h"
 #include "acc/ops/loss.h"
@@ -14,7 +14,7 @@ namespace acc::estimate {
 namespace {
 
 // Bytes of what a transformer block saves for backward, per token, in f32 elements (4 bytes).
-// The coefficients are what acc's ops keep, found by measuring each op (tests/dist/fsdp/
+// The coefficients are what acc's ops keep, found by measuring each op (tests/distributed/fsdp/
 // estimate_test.cpp checks them): GPT-2 keeps 17 C (bf16: 13.5 C: the matmul inputs are bf16)
 // plus attention's log-sum-exp (H) and the norms' statistics; Llama keeps 7 C + 3 I + 2 kv
 // (bf16: 2.5 I).

@@ -6,7 +6,7 @@
 // 4Ψ/N f32 masters (+2Ψ/N bf16 copies), 4Ψ/N gradients, 8Ψ/N moments. Gathered units are the
 // compute-dtype copies a step holds at once. Activations follow what acc's GPT-2 and Llama ops
 // save for backward (measured per op, see memory_estimate.cpp), plus the largest transient of
-// the backward. tests/dist/fsdp/estimate_test.cpp checks the numbers against the allocator's
+// the backward. tests/distributed/fsdp/estimate_test.cpp checks the numbers against the allocator's
 // measured peaks.
 #include <cstdint>
 #include <string>

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "acc/dist/environment.h"
-#include "acc/dist/process_group.h"
-#include "acc/plugin/strategy.h"
+#include "acc/distributed/environment.h"
+#include "acc/distributed/process_group.h"
+#include "acc/strategy/strategy.h"
 
 namespace Poco {
 class SharedLibrary;

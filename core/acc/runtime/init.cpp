@@ -4,7 +4,7 @@
 #include <exception>
 #include <mutex>
 
-#include "acc/dist/single_process_group.h"
+#include "acc/distributed/single_process_group.h"
 #include "acc/memory/allocator.h"
 #include "acc/plugin/registry.h"
 #include "acc/runtime/threads.h"

@@ -5,8 +5,8 @@
 // otherwise; ACC_COMM_BACKEND names another backend), sizes the thread pools to
 // cores / ranks on this node, and installs a terminate handler: an uncaught exception on one
 // rank is logged and aborts the whole job instead of leaving the other ranks waiting.
-#include "acc/dist/environment.h"
-#include "acc/dist/process_group.h"
+#include "acc/distributed/environment.h"
+#include "acc/distributed/process_group.h"
 
 namespace acc {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "acc/dist/subgroups.h"
+#include "acc/distributed/subgroups.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "acc/dist/process_group.h"
+#include "acc/distributed/process_group.h"
 
 namespace acc {
 

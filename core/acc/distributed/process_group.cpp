@@ -1,0 +1,173 @@
+#include "acc/distributed/process_group.h"
+
+#include <cstdlib>
+#include <numeric>
+#include <sstream>
+
+#include "acc/util/error.h"
+
+namespace acc::dist {
+namespace {
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << ']';
+  return os.str();
+}
+
+Buffer buffer_of(const Tensor& t) { return Buffer{t.raw_data(), t.numel(), t.dtype()}; }
+
+void check_defined(const char* op, const char* what, const Tensor& t) {
+  ACC_CHECK(t.defined(), op, ": ", what, " tensor is undefined");
+}
+
+void check_same_dtype(const char* op, const Tensor& input, const Tensor& output) {
+  ACC_CHECK(input.dtype() == output.dtype(), op, ": input is ", input.describe(),
+            " but output is ", output.describe(), "; expected the same dtype");
+}
+
+void check_avg(const char* op, ReduceOp rop, const Tensor& t) {
+  ACC_CHECK(rop != ReduceOp::avg || is_floating(t.dtype()), op, ": avg needs f32 or bf16, got ",
+            t.describe(), "; use sum for integer tensors");
+}
+
+}  // namespace
+
+std::string reduce_op_name(ReduceOp op) { return op == ReduceOp::sum ? "sum" : "avg"; }
+
+std::string ProcessGroup::describe() const {
+  std::ostringstream os;
+  os << "group '" << name_ << "' (ranks [";
+  for (size_t i = 0; i < world_ranks_.size(); ++i) os << (i ? ", " : "") << world_ranks_[i];
+  os << "])";
+  return os.str();
+}
+
+std::shared_ptr<Work> ProcessGroup::new_work(const char* op, std::vector<Tensor> buffers) {
+  std::ostringstream os;
+  os << op << " #" << next_seq_++ << " on " << describe();
+  auto work = std::make_shared<Work>(os.str());
+  work->hold(std::move(buffers));
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& input, const Tensor& output) {
+  check_defined("all_gather", "input", input);
+  check_defined("all_gather", "output", output);
+  ACC_CHECK(output.numel() == input.numel() * size(), "all_gather: input ", input.describe(),
+            " and output ", output.describe(), " on ", describe(), "; expected output numel ",
+            input.numel() * size(), " (input numel x group size ", size(),
+            "); use all_gather_v for uneven chunks");
+  return all_gather_v_async(input, output, std::vector<int64_t>(size(), input.numel()));
+}
+
+std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, const Tensor& output,
+                                                       const std::vector<int64_t>& counts) {
+  const char* op = "all_gather";
+  check_defined(op, "input", input);
+  check_defined(op, "output", output);
+  check_same_dtype(op, input, output);
+  ACC_CHECK(static_cast<int>(counts.size()) == size(), op, ": got ", counts.size(),
+            " counts ", list_str(counts), " for ", describe(), "; expected one per rank");
+  for (int64_t c : counts) ACC_CHECK(c >= 0, op, ": negative count in ", list_str(counts));
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  ACC_CHECK(input.numel() == counts[rank()] && output.numel() == total, op, ": input ",
+            input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
+            " on rank ", rank(), "; expected input numel ", counts[rank()],
+            " and output numel ", total);
+  auto work = new_work(op, {input, output});
+  do_all_gather(work, buffer_of(input), buffer_of(output), counts);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce_scatter_async(const Tensor& input, const Tensor& output,
+                                                         ReduceOp rop) {
+  check_defined("reduce_scatter", "input", input);
+  check_defined("reduce_scatter", "output", output);
+  ACC_CHECK(input.numel() == output.numel() * size(), "reduce_scatter: input ", input.describe(),
+            " and output ", output.describe(), " on ", describe(), "; expected input numel ",
+            output.numel() * size(), " (output numel x group size ", size(),
+            "); use reduce_scatter_v for uneven chunks");
+  return reduce_scatter_v_async(input, output, std::vector<int64_t>(size(), output.numel()), rop);
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
+                                                           const Tensor& output,
+                                                           const std::vector<int64_t>& counts,
+                                                           ReduceOp rop) {
+  const char* op = "reduce_scatter";
+  check_defined(op, "input", input);
+  check_defined(op, "output", output);
+  check_same_dtype(op, input, output);
+  check_avg(op, rop, input);
+  ACC_CHECK(static_cast<int>(counts.size()) == size(), op, ": got ", counts.size(),
+            " counts ", list_str(counts), " for ", describe(), "; expected one per rank");
+  for (int64_t c : counts) ACC_CHECK(c >= 0, op, ": negative count in ", list_str(counts));
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  ACC_CHECK(input.numel() == total && output.numel() == counts[rank()], op, ": input ",
+            input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
+            " on rank ", rank(), "; expected input numel ", total, " and output numel ",
+            counts[rank()]);
+  auto work = new_work(op, {input, output});
+  do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp rop) {
+  check_defined("all_reduce", "", tensor);
+  check_avg("all_reduce", rop, tensor);
+  auto work = new_work("all_reduce", {tensor});
+  do_all_reduce(work, buffer_of(tensor), rop);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& tensor, int root) {
+  check_defined("broadcast", "", tensor);
+  ACC_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
+            describe(), "; expected 0 <= root < ", size());
+  auto work = new_work("broadcast", {tensor});
+  do_broadcast(work, buffer_of(tensor), root);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::barrier_async() {
+  auto work = new_work("barrier");
+  do_barrier(work);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& tensor, int peer, int tag) {
+  check_defined("send", "", tensor);
+  ACC_CHECK(peer >= 0 && peer < size() && peer != rank(), "send: peer ", peer, " on ",
+            describe(), " from rank ", rank(), "; expected another rank in [0, ", size(), ")");
+  ACC_CHECK(tag >= 0, "send: tag ", tag, " is negative; expected tag >= 0");
+  auto work = std::make_shared<Work>(detail::concat("send to rank ", peer, " (tag ", tag, ", ",
+                                                    tensor.describe(), ") on ", describe()));
+  work->hold({tensor});
+  do_send(work, buffer_of(tensor), peer, tag);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::recv_async(const Tensor& tensor, int peer, int tag) {
+  check_defined("recv", "", tensor);
+  ACC_CHECK(peer >= 0 && peer < size() && peer != rank(), "recv: peer ", peer, " on ",
+            describe(), " at rank ", rank(), "; expected another rank in [0, ", size(), ")");
+  ACC_CHECK(tag >= 0, "recv: tag ", tag, " is negative; expected tag >= 0");
+  auto work = std::make_shared<Work>(detail::concat("recv from rank ", peer, " (tag ", tag,
+                                                    ", ", tensor.describe(), ") on ",
+                                                    describe()));
+  work->hold({tensor});
+  do_recv(work, buffer_of(tensor), peer, tag);
+  return work;
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::split(int color, int key, const std::string& name) {
+  ++next_seq_;  // split is a collective: keep sequence numbers aligned across ranks
+  return do_split(color, key, name.empty() ? name_ + "/" + std::to_string(color) : name);
+}
+
+void ProcessGroup::abort(int exit_code) noexcept { std::_Exit(exit_code); }
+
+}  // namespace acc::dist

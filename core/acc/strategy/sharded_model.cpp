@@ -1,0 +1,40 @@
+#include "acc/strategy/sharded_model.h"
+
+#include "acc/autograd/grad_mode.h"
+
+namespace acc {
+
+ShardedModel::ShardedModel(std::string type_name, std::shared_ptr<models::Model> module)
+    : models::Model(std::move(type_name)), module_(std::move(module)) {
+  ACC_CHECK(module_, "ShardedModel: the model to wrap is null");
+  register_module("module", module_);
+}
+
+void ShardedModel::copy_full_parameters_to(nn::Module& target) {
+  const auto full = full_parameters();
+  autograd::NoGradGuard no_grad;
+  for (const auto& [name, value] : full) target.parameter(name).copy_(value);
+}
+
+void ShardedModel::set_compute_dtype(DType) {
+  ACC_FAIL(type_name(), ": mixed precision belongs to the strategy; set config.compute.bf16 ",
+           "(mixed_precision: bf16 in the config file) before acc::accelerate()");
+}
+
+void ShardedModel::visit_full_parameters(const FullParametersVisitor& visit) {
+  visit(full_parameters());
+}
+
+std::vector<ShardedModel::ParameterPiece> ShardedModel::parameter_pieces() const {
+  std::vector<ParameterPiece> out;
+  for (const auto& [name, p] : named_parameters()) out.push_back({name, p.shape(), 0, p, Tensor()});
+  return out;
+}
+
+std::vector<std::pair<std::string, Shape>> ShardedModel::whole_parameter_shapes() const {
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const auto& [name, p] : module_->named_parameters()) out.emplace_back(name, p.shape());
+  return out;
+}
+
+}  // namespace acc

@@ -1,0 +1,51 @@
+#pragma once
+// acc::Strategy: how a model is spread over ranks (FSDP's five settings, SPMD, a third party's
+// own). Strategies live in plugins and are made by name through the plugin registry; they talk
+// to other ranks only through acc::dist::ProcessGroup, never MPI.
+//
+// acc::accelerate() makes the strategy the config names, calls setup() with the world group,
+// then wrap() with the user's model; the loader is cut by data_parallel_rank()/size().
+#include <memory>
+#include <string>
+
+#include "acc/strategy/sharded_model.h"
+#include "acc/config/config.h"
+#include "acc/distributed/environment.h"
+#include "acc/distributed/process_group.h"
+
+namespace acc {
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // The name it is registered and chosen under, e.g. "FULL_SHARD".
+  virtual std::string name() const = 0;
+  // Called once before wrap(): the world group, this process's place in the job and the
+  // validated config. Strategies split the subgroups they need here (a collective).
+  virtual void setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
+                     const Config& config) {
+    world_ = std::move(world);
+    topology_ = topology;
+    config_ = config;
+  }
+  // Takes over the model: from now on its parameters belong to the returned ShardedModel.
+  virtual std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) = 0;
+  // True when wrap() gives deferred parameters (nn::DeferredInit) their values itself, each rank
+  // only its shards; for other strategies accelerate() materialises them whole first.
+  virtual bool initialises_deferred_parameters() const { return false; }
+  // Ranks that see different samples: every rank, unless a strategy splits a model over ranks
+  // that must see the same batch (tensor parallel).
+  virtual int data_parallel_rank() const { return world_->rank(); }
+  virtual int data_parallel_size() const { return world_->size(); }
+
+  const std::shared_ptr<dist::ProcessGroup>& world() const { return world_; }
+  const dist::Topology& topology() const { return topology_; }
+  const Config& config() const { return config_; }
+
+ private:
+  std::shared_ptr<dist::ProcessGroup> world_;
+  dist::Topology topology_;
+  Config config_;
+};
+
+}  // namespace acc

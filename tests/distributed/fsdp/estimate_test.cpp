@@ -1,0 +1,203 @@
+// The memory estimator against the allocator: activation peaks of GPT-2 and Llama blocks of
+// several widths (one process), and every category of a GPT-2 tiny training step per rank at
+// 1, 2 and 4 ranks for the strategies, f32 and bf16.
+#include <gtest/gtest.h>
+
+#include "acc/distributed/single_process_group.h"
+#include "acc/accelerate/accelerate.h"
+#include "acc/estimate/memory_estimate.h"
+#include "acc/memory/allocator.h"
+#include "acc/models/gpt2.h"
+#include "acc/models/llama.h"
+#include "acc/plugin/registry.h"
+#include "fsdp_fixtures.h"
+#include "support/test_support.h"
+
+namespace acc::test {
+namespace {
+
+using memory::Category;
+
+struct Peaks {
+  int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0, total = 0;
+};
+
+// Trains `steps` steps and returns each category's peak during the last one, above what was
+// live before the model existed.
+Peaks measure_step(const std::function<std::shared_ptr<ShardedModel>()>& wrap,
+                   const data::DataLoader& loader, int64_t steps) {
+  const auto before = memory::report();
+  Peaks p;
+  {
+    auto sharded = wrap();
+    optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+    int64_t step = 0;
+    for (auto& batch : loader) {
+      if (step == steps) break;
+      if (++step == steps) memory::reset_peaks();
+      opt.zero_grad();
+      sharded->forward(batch).loss.backward();
+      sharded->clip_grad_norm(kMaxNorm);
+      opt.step();
+    }
+    const auto r = memory::report();
+    auto above = [&](Category c) { return r[c].peak - before[c].current; };
+    p = {above(Category::parameters), above(Category::gradients), above(Category::optimizer_state),
+         above(Category::activations), above(Category::communication),
+         r.total.peak - before.total.current};
+  }
+  return p;
+}
+
+void expect_within(int64_t measured, int64_t estimated, double tolerance, const std::string& what) {
+  EXPECT_NEAR(static_cast<double>(estimated), static_cast<double>(measured),
+              tolerance * static_cast<double>(measured))
+      << what << ": estimated " << estimated << " bytes, measured " << measured;
+}
+
+// --- activations, one process --------------------------------------------------------------
+
+struct Shape {
+  const char* family;
+  int64_t hidden, intermediate;
+};
+
+std::shared_ptr<models::Model> block_model(const Shape& s, int64_t vocab, int64_t seq) {
+  if (std::string(s.family) == "gpt2") {
+    auto c = models::GPT2Config::tiny();
+    c.n_embd = s.hidden;
+    c.vocab_size = vocab;
+    c.n_positions = seq;
+    return std::make_shared<models::GPT2>(c, 0);
+  }
+  auto c = models::LlamaConfig::tiny();
+  c.hidden_size = s.hidden;
+  c.intermediate_size = s.intermediate;
+  c.vocab_size = vocab;
+  c.max_position_embeddings = seq;
+  return std::make_shared<models::Llama>(c, 0);
+}
+
+class ActivationEstimate : public ::testing::TestWithParam<std::tuple<Shape, bool, bool>> {};
+
+TEST_P(ActivationEstimate, MatchesTheMeasuredPeak) {
+  if (world().size() > 1) GTEST_SKIP() << "one process measures it";
+  const auto& [shape, bf16, checkpointing] = GetParam();
+  constexpr int64_t kBatch = 4, kSeq = 64, kVocabSize = 1024;
+  Config config = strategy_config("NO_SHARD", shape.family, bf16);
+  config.dist.distributed_type = DistributedType::NO;
+  config.dist.fsdp.activation_checkpointing = checkpointing;
+  auto strategy = plugin::Registry::global().make_strategy(config.strategy_name());
+  strategy->setup(std::make_shared<dist::SingleProcessGroup>(), dist::Topology{}, config);
+  auto model = block_model(shape, kVocabSize, kSeq);
+  const auto model_shape = estimate::ModelShape::of(*model);
+  data::DataLoader loader(make_token_dataset(2 * kBatch, kVocabSize, kSeq), {.batch_size = kBatch, .prefetch = 0});
+  const Peaks p = measure_step([&] { return strategy->wrap(model); }, loader, 2);
+  const int64_t estimated = estimate::activation_bytes(model_shape, kBatch, kSeq, bf16, checkpointing);
+  expect_within(p.activations, estimated, 0.10, "activations");
+}
+
+std::string activation_case(const ::testing::TestParamInfo<std::tuple<Shape, bool, bool>>& info) {
+  const auto& [shape, bf16, checkpointing] = info.param;
+  return std::string(shape.family) + "_" + std::to_string(shape.hidden) + "_" +
+         std::to_string(shape.intermediate) + (bf16 ? "_bf16" : "_f32") + (checkpointing ? "_ckpt" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Estimate, ActivationEstimate,
+                         ::testing::Combine(::testing::Values(Shape{"gpt2", 128, 512}, Shape{"gpt2", 256, 1024},
+                                                              Shape{"llama", 128, 352}, Shape{"llama", 256, 512}),
+                                            ::testing::Bool(), ::testing::Bool()),
+                         activation_case);
+
+// --- every category, GPT-2 tiny at the world's size --------------------------------------------
+
+class StepEstimate : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+TEST_P(StepEstimate, MatchesTheAllocatorPerRank) {
+  const auto& [name, bf16] = GetParam();
+  constexpr int64_t kSeqLen = 64, kGlobalBatch = 8;
+  const auto c = models::GPT2Config::tiny();
+  Config config = strategy_config(name, "gpt2", bf16);
+  data::DataLoader loader(make_token_dataset(2 * kGlobalBatch, c.vocab_size, kSeqLen),
+                          {.batch_size = kGlobalBatch, .prefetch = 0});
+  const Peaks p = measure_step(
+      [&] { return accelerate(std::make_shared<models::GPT2>(c, 0), loader, config).model; },
+      loader.for_rank(world().rank(), world().size()), 2);
+
+  const estimate::Workload w{.world = world().size(), .ranks_per_node = topology().local_size,
+                             .batch = kGlobalBatch, .seq = kSeqLen, .bf16 = bf16};
+  const auto e = estimate::estimate(estimate::ModelShape::of(c),
+                                    {parse_sharding_strategy(name, "test"), false}, w);
+  expect_within(p.parameters, e.parameters + e.gathered, 0.10, "parameters and gathered units");
+  expect_within(p.gradients, e.gradients, 0.10, "gradients");
+  expect_within(p.optimizer, e.optimizer_state, 0.10, "optimizer state");
+  expect_within(p.activations, e.activations, 0.10, "activations");
+  expect_within(p.total, e.total(), 0.10, "total");
+}
+
+std::string step_case(const ::testing::TestParamInfo<std::tuple<std::string, bool>>& info) {
+  return std::get<0>(info.param) + (std::get<1>(info.param) ? "_bf16" : "_f32");
+}
+
+INSTANTIATE_TEST_SUITE_P(Estimate, StepEstimate,
+                         ::testing::Combine(::testing::Values("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"),
+                                            ::testing::Bool()),
+                         step_case);
+
+// --- AUTO -----------------------------------------------------------------------------------
+
+TEST(EstimateAuto, TakesTheLeastCommunicatingPlanThatFits) {
+  const auto shape = estimate::ModelShape::from_name("gpt2-medium");
+  const estimate::Workload w{.world = 4, .ranks_per_node = 4, .batch = 16, .seq = 512, .bf16 = true};
+  auto total = [&](ShardingStrategy s, bool ckpt) { return estimate::estimate(shape, {s, ckpt}, w).total(); };
+  // Each plan in the order tried needs less than the one before.
+  const int64_t no_shard = total(ShardingStrategy::NO_SHARD, false),
+                grad_op = total(ShardingStrategy::SHARD_GRAD_OP, false),
+                full = total(ShardingStrategy::FULL_SHARD, false),
+                full_ckpt = total(ShardingStrategy::FULL_SHARD, true);
+  ASSERT_GT(no_shard, grad_op);
+  ASSERT_GT(grad_op, full);
+  ASSERT_GT(full, full_ckpt);
+  auto chosen = [&](int64_t limit) { return estimate::choose(shape, w, limit); };
+  EXPECT_EQ(chosen(no_shard).estimate.plan.strategy, ShardingStrategy::NO_SHARD);
+  EXPECT_EQ(chosen(no_shard - 1).estimate.plan.strategy, ShardingStrategy::SHARD_GRAD_OP);
+  EXPECT_EQ(chosen(grad_op - 1).estimate.plan.strategy, ShardingStrategy::FULL_SHARD);
+  const auto last = chosen(full - 1);
+  EXPECT_TRUE(last.fits && last.estimate.plan.activation_checkpointing) << last.reason;
+  const auto none = chosen(full_ckpt - 1);
+  EXPECT_FALSE(none.fits);
+  EXPECT_TRUE(none.estimate.plan.strategy == ShardingStrategy::FULL_SHARD &&
+              none.estimate.plan.activation_checkpointing);
+  EXPECT_NE(none.reason.find("NO_SHARD needs"), std::string::npos) << none.reason;
+  // The hybrids come between NO_SHARD and SHARD_GRAD_OP only when there are several nodes.
+  const estimate::Workload two_nodes{.world = 4, .ranks_per_node = 2, .batch = 16, .seq = 512};
+  EXPECT_EQ(estimate::candidate_plans(two_nodes)[1].strategy, ShardingStrategy::HYBRID_SHARD_ZERO2);
+  EXPECT_EQ(estimate::candidate_plans(w)[1].strategy, ShardingStrategy::SHARD_GRAD_OP);
+}
+
+TEST(EstimateAuto, AccelerateResolvesAutoAndTrains) {
+  Config config = strategy_config("FULL_SHARD", "gpt2");
+  config.dist.fsdp.sharding_strategy = ShardingStrategy::AUTO;
+  auto loader = data::DataLoader(make_dataset("gpt2", 16), {.batch_size = 8, .prefetch = 0});
+  const auto model = make_model("gpt2");
+  // Plenty of memory: the least communication.
+  config.dist.fsdp.memory_limit = int64_t{1} << 40;
+  EXPECT_EQ(resolve_auto_strategy(config, *model, loader).dist.fsdp.sharding_strategy, ShardingStrategy::NO_SHARD);
+  // A limit only a sharded plan meets (at one rank every plan is NO_SHARD's size).
+  const estimate::Workload w{.world = world().size(), .ranks_per_node = topology().local_size,
+                             .batch = 8, .seq = 16};
+  const auto shape = estimate::ModelShape::of(*model);
+  config.dist.fsdp.memory_limit = estimate::estimate(shape, {ShardingStrategy::SHARD_GRAD_OP, false}, w).total();
+  const Config resolved = resolve_auto_strategy(config, *model, loader);
+  EXPECT_EQ(resolved.dist.fsdp.sharding_strategy,
+            world().size() == 1 ? ShardingStrategy::NO_SHARD : ShardingStrategy::SHARD_GRAD_OP);
+  // Through acc::accelerate the run is the chosen strategy's run.
+  const RunResult automatic = run_accelerated("gpt2", config, 2, 8);
+  const RunResult chosen = run_accelerated("gpt2", resolved, 2, 8);
+  EXPECT_EQ(automatic.losses, chosen.losses);
+  // make_strategy cannot resolve it: it does not know the model.
+  EXPECT_NE(error_of([&] { make_strategy(config); }).find("AUTO is resolved by acc::accelerate()"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acc::test
