@@ -162,6 +162,50 @@ constexpr const char* kUsage = R"(usage: accelerate config [--config_file F]    
        accelerate config update [F]                  add keys this acc knows, keep the values
 F defaults to )";
 
+// The strategies of the plugins' option sections ("DILOCO"), which the distributed type
+// question offers beside NO, FSDP and SPMD.
+std::vector<std::string> plugin_strategies() {
+  std::vector<std::string> names;
+  if (OptionSectionSource* source = option_section_source())
+    for (const auto& section : source->sections())
+      for (const auto& name : section->strategies)
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return names;
+}
+
+// NO, FSDP or SPMD (distributed_type), or a plugin's strategy (strategy: NAME).
+void ask_distributed_type(Dialogue& d, Config& c) {
+  const auto plugins = plugin_strategies();
+  std::string question = "Distributed type: NO, FSDP, SPMD";
+  for (const auto& name : plugins) question += ", " + name;
+  question += plugins.empty() ? "?" : " (a plugin's strategy)?";
+  d.ask<bool>(question, c.dist.num_processes > 1 ? "FSDP" : "NO", [&](const std::string& a) {
+    for (const auto& name : plugins)
+      if (lower(a) == lower(name)) {
+        c.dist.strategy = name;
+        return true;
+      }
+    try {
+      c.set("distributed_type", a);
+    } catch (const Error&) {
+      ACC_FAIL("bad answer '", a, "': allowed: NO, FSDP, SPMD", plugins.empty() ? "" : ", ", util::join(plugins));
+    }
+    return true;
+  });
+}
+
+// The questions of every plugin section that configures the chosen plugin strategy.
+void ask_plugin_sections(Dialogue& d, Config& c) {
+  if (c.dist.strategy.empty()) return;
+  for (const auto& section : option_section_source()->sections()) {
+    if (std::find(section->strategies.begin(), section->strategies.end(), c.dist.strategy) == section->strategies.end())
+      continue;
+    c.section(section->name);  // written with its defaults even where nothing is asked
+    for (const auto& spec : section->options)
+      if (!spec.question.empty()) d.key(c, spec.question, section->name + "." + spec.key, spec.default_value);
+  }
+}
+
 }  // namespace
 
 Machine this_machine() {
@@ -186,7 +230,7 @@ Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
   out << "acc: " << m.cores << " cores, " << (m.native_bf16 ? "native bf16" : "no native bf16")
       << ". Press Enter to take the default in brackets.\n";
   c.dist.num_processes = d.count("How many processes (ranks) on this machine?", m.cores, 1);
-  d.key(c, "Distributed type: NO, FSDP or SPMD?", "distributed_type", c.dist.num_processes > 1 ? "FSDP" : "NO");
+  ask_distributed_type(d, c);
   if (c.dist.distributed_type == DistributedType::FSDP) {
     d.key(c, "Sharding strategy: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 (or 1-5)?",
           "fsdp_sharding_strategy", "FULL_SHARD");
@@ -218,6 +262,7 @@ Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
     d.key(c, "Mesh axis names?", "axis_names", "[fsdp, model]");
     d.key(c, "Sharding rules file (empty line: the default, every parameter on fsdp)?", "sharding_rules", "\"\"");
   }
+  ask_plugin_sections(d, c);
   const std::string hint = m.native_bf16 ? "bf16 recommended: this CPU multiplies bf16 natively"
                                          : "this CPU has no native bf16: bf16 would be emulated, slower";
   std::string question = "Mixed precision: no or bf16 (";

@@ -13,6 +13,7 @@
 #include "acc/config/config.h"
 #include "acc/kernels/matmul.h"
 #include "acc/plugin/registry.h"
+#include "acc/util/strings.h"
 
 namespace acc::cli {
 
@@ -80,6 +81,16 @@ int run_env(const std::vector<std::string>& args) {
   std::cout << "\n- comm backends:";
   for (const auto& n : registry.comm_backend_names()) std::cout << " " << n;
   std::cout << "\n";
+  std::vector<std::shared_ptr<const OptionSection>> sections;
+  try {
+    sections = registry.sections();
+  } catch (const std::exception&) {  // the plugin that failed to load was named above
+  }
+  for (const auto& section : sections) {
+    std::cout << "- option section " << section->name << " (strategies: " << util::join(section->strategies) << "):\n";
+    for (const auto& spec : section->options)
+      std::cout << "    " << spec.key << ": " << spec.default_value << "  # " << spec.help << "\n";
+  }
   const char* explicit_file = std::getenv("ACC_CONFIG_FILE");
   const std::string path = explicit_file && *explicit_file ? explicit_file : Config::default_path();
   if (std::filesystem::is_regular_file(path)) {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "acc/estimate/memory_estimate.h"
+#include "acc/plugin/registry.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
 #include "commands.h"
@@ -14,7 +15,8 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: accelerate estimate-memory MODEL [options]
 
-Per-rank memory of one training step (AdamW) for every FSDP strategy, by the categories acc's
+Per-rank memory of one training step (AdamW) for every FSDP strategy, and for the strategies of
+plugins that give an estimate (ACC_PLUGIN_PATH), by the categories acc's
 allocator counts: parameters (f32 masters, bf16 copies), gradients, optimizer state, gathered
 units, activations and communication buffers. MODEL is a preset (gpt2-tiny, gpt2, gpt2-medium,
 gpt2-large, gpt2-xl, llama-tiny, llama-small), a model config YAML or a .safetensors file.
@@ -82,6 +84,19 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
+// The rows of the registered strategies that give estimates of their own (plugins' strategies;
+// the FSDP settings' rows come from acc's formulas above them), with their options' defaults.
+std::vector<StrategyEstimate> plugin_estimates(const estimate::ModelShape& shape, const estimate::Workload& w) {
+  auto& registry = plugin::Registry::global();
+  registry.load_all();
+  std::vector<StrategyEstimate> rows;
+  for (const auto& name : registry.strategy_names()) {
+    const auto more = registry.make_strategy(name)->estimate_memory(shape, w, Config{});
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  return rows;
+}
+
 std::string row(const std::string& name, const std::vector<std::string>& cells) {
   char first[64];
   std::snprintf(first, sizeof first, "%-46s", name.c_str());
@@ -115,11 +130,7 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   std::vector<std::string> header{"parameters", "gradients", "optimizer", "gathered", "activations", "comm", "total"};
   if (o.offload) header.insert(header.end(), {"compute", "offload"});
   std::cout << row("strategy", header);
-  // AUTO's plans, with or without checkpointing as asked (AUTO's last plan adds it to FULL_SHARD).
-  for (estimate::Plan plan : estimate::candidate_plans(w)) {
-    if (plan.activation_checkpointing) continue;
-    plan.activation_checkpointing = o.checkpointing;
-    const auto e = estimate::estimate(shape, plan, w);
+  auto print = [&](const std::string& name, const estimate::Memory& e) {
     std::vector<std::string> cells{
         estimate::format_bytes(e.parameters),  estimate::format_bytes(e.gradients),
         estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
@@ -130,8 +141,15 @@ int run_estimate_memory(const std::vector<std::string>& args) {
       cells.push_back(estimate::format_bytes(e.total() - offloaded));
       cells.push_back(estimate::format_bytes(offloaded));
     }
-    std::cout << row(estimate::to_string(plan), cells);
+    std::cout << row(name, cells);
+  };
+  // AUTO's plans, with or without checkpointing as asked (AUTO's last plan adds it to FULL_SHARD).
+  for (estimate::Plan plan : estimate::candidate_plans(w)) {
+    if (plan.activation_checkpointing) continue;
+    plan.activation_checkpointing = o.checkpointing;
+    print(estimate::to_string(plan), estimate::estimate(shape, plan, w));
   }
+  for (const auto& e : plugin_estimates(shape, w)) print(e.plan, e.memory);
   const int64_t limit = o.memory_limit > 0 ? o.memory_limit : estimate::default_memory_limit(w.ranks_per_node);
   const auto choice = estimate::choose(shape, w, limit);
   std::cout << "\nAUTO (limit " << estimate::format_bytes(limit) << " per rank): "

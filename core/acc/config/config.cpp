@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "acc/util/error.h"
 #include "acc/util/log.h"
@@ -78,6 +79,25 @@ void Config::validate() const {
   ACC_CHECK(f.wrap_fn || policy != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
             "fsdp_config.fsdp_min_num_params: SIZE_BASED_WRAP needs a value > 0");
   if (dist.distributed_type == DistributedType::SPMD) validate_spmd(dist.spmd);
+  for (const auto& [name, values] : sections) values.validate();
+}
+
+std::shared_ptr<const OptionSection> find_option_section(const std::string& name) {
+  OptionSectionSource* source = option_section_source();
+  return source ? source->find_section(name) : nullptr;
+}
+
+OptionValues Config::section(const std::string& name) const {
+  if (const auto it = sections.find(name); it != sections.end()) return it->second;
+  const auto section = find_option_section(name);
+  ACC_CHECK(section, "no option section '", name, "': no plugin in the plugin folders declares it ",
+            "(is the plugin that owns it on ACC_PLUGIN_PATH?)");
+  return OptionValues(section);
+}
+
+OptionValues& Config::section(const std::string& name) {
+  if (!sections.count(name)) sections.emplace(name, std::as_const(*this).section(name));
+  return sections.at(name);
 }
 
 std::string Config::strategy_name() const {

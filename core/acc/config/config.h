@@ -9,8 +9,12 @@
 // error naming the key, the value and what is allowed.
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "acc/config/option_section.h"
 
 namespace acc {
 
@@ -65,6 +69,9 @@ DistributedType parse_distributed_type(const std::string& value, const std::stri
 WrapPolicy parse_wrap_policy(const std::string& value, const std::string& key);  // also SIZED_BASED_WRAP
 BackwardPrefetch parse_backward_prefetch(const std::string& value, const std::string& key);
 StateDictType parse_state_dict_type(const std::string& value, const std::string& key);
+
+// The plugin section called `name` (the plugin registry loads plugins to find it), or null.
+std::shared_ptr<const OptionSection> find_option_section(const std::string& name);
 
 struct ComputeConfig {
   bool bf16 = false;  // mixed_precision: bf16 — parameters gathered and multiplied in bf16
@@ -140,22 +147,33 @@ struct DistConfig {
 struct Config {
   ComputeConfig compute;
   DistConfig dist;
+  // Sections owned by plugins (option_section.h), by name ("diloco_config"): those a file or
+  // set() gave a value. A strategy reads its own through section().
+  std::map<std::string, OptionValues> sections;
   // Keys of the file acc knows but does not act on (e.g. compute_environment), one message each.
   std::vector<std::string> warnings;
+
+  // A plugin's section: its values here, else its defaults. A name no loaded plugin declares
+  // (after loading every plugin of the search folders) is an error naming it.
+  OptionValues section(const std::string& name) const;
+  // The same, to change: the section is added with its defaults when absent.
+  OptionValues& section(const std::string& name);
 
   // ACC_CONFIG_FILE when set (accelerate launch sets it), else the default config file
   // (default_path(), what `accelerate config` writes) when it exists, else the defaults.
   static Config load();
   // $ACC_CONFIG_HOME/default_config.yaml, else ~/.cache/acc/default_config.yaml.
   static std::string default_path();
-  // Every key a file may hold, as "distributed_type", "fsdp_config.fsdp_sharding_strategy", ...
+  // Every key a file may hold, as "distributed_type", "fsdp_config.fsdp_sharding_strategy", ...,
+  // and those of the plugins' sections ("diloco_config.inner_steps").
   static std::vector<std::string> keys();
   // YAML in Hugging Face accelerate's layout; errors name the file and the key.
   static Config from_file(const std::string& path);
   // The same from text; `source` names it in errors.
   static Config from_yaml(const std::string& text, const std::string& source = "<yaml>");
   // Sets one key from text as a file would spell it ("FULL_SHARD", "bf16", "[2, 2]"); `key` is
-  // its name without the section ("fsdp_sharding_strategy" or "fsdp_config.fsdp_sharding_strategy").
+  // its name with or without the section ("fsdp_sharding_strategy" or
+  // "fsdp_config.fsdp_sharding_strategy"; a plugin's "diloco_config.inner_steps" or "inner_steps").
   // An unknown key or a bad value is an error naming it and what is allowed.
   void set(const std::string& key, const std::string& value);
   // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config.

@@ -117,18 +117,66 @@ Reader unused_key(std::vector<std::string>& warnings) {
   };
 }
 
-// Every key of `node` must be one of `keys`; `section` prefixes the names in messages.
-void read_section(const YAML::Node& node, const std::string& section, const Section& keys) {
+// The names of the plugin sections (every plugin of the search folders loaded).
+std::vector<std::string> plugin_section_names() {
+  std::vector<std::string> names;
+  if (OptionSectionSource* source = option_section_source())
+    for (const auto& section : source->sections()) names.push_back(section->name);
+  return names;
+}
+
+// Reads a key no built-in reader has; false when it is not one.
+using OtherKey = std::function<bool(const std::string& name, const YAML::Node& value)>;
+
+// Every key of `node` must be one of `keys` (or one `other` reads); `section` prefixes the
+// names in messages.
+void read_section(const YAML::Node& node, const std::string& section, const Section& keys,
+                  const OtherKey& other = {}) {
   if (!node.IsMap()) bad_value(node, section, "a mapping of keys");
   for (const auto& item : node) {
     const std::string name = shown(item.first);
     const std::string key = section.empty() ? name : section + "." + name;
     const auto it = keys.find(name);
-    ACC_CHECK(it != keys.end(), "unknown key '", key, "' (known ", section.empty() ? "top-level" : section,
-              " keys: ", util::join(std::views::keys(keys)), ")");
+    if (it == keys.end() && other && other(name, item.second)) continue;
+    if (it == keys.end()) {
+      std::vector<std::string> known(std::views::keys(keys).begin(), std::views::keys(keys).end());
+      if (other) {
+        const auto plugin_sections = plugin_section_names();
+        known.insert(known.end(), plugin_sections.begin(), plugin_sections.end());
+      }
+      ACC_FAIL("unknown key '", key, "' (known ", section.empty() ? "top-level" : section, " keys: ",
+               util::join(known), ")",
+               other ? "; a plugin's option section is known when its plugin is on ACC_PLUGIN_PATH" : "");
+    }
     // `key:` or `key: null` chooses nothing, as accelerate reads it.
     if (!item.second.IsNull()) it->second(item.second, key);
   }
+}
+
+// A value as text a plugin section's spec can check: scalars as written, lists in flow style.
+std::string value_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+// A plugin's section (`diloco_config:`) into c.sections; false when no plugin declares `name`.
+bool read_plugin_section(Config& c, const std::string& name, const YAML::Node& node) {
+  const auto section = find_option_section(name);
+  if (!section) return false;
+  if (!node.IsNull() && !node.IsMap()) bad_value(node, name, "a mapping of keys");
+  OptionValues values(section);
+  if (node.IsMap())
+    for (const auto& item : node) {
+      const std::string key = shown(item.first);
+      if (item.second.IsNull())
+        values.text(key);  // chooses nothing; the key must exist all the same
+      else
+        values.set(key, value_text(item.second));
+    }
+  c.sections.insert_or_assign(name, std::move(values));
+  return true;
 }
 
 Reader section_key(Section keys) {
@@ -220,7 +268,8 @@ Config parse(const YAML::Node& root) {
   Config c;
   if (root.IsNull()) return c;  // an empty file: the defaults
   ACC_CHECK(root.IsMap(), "expected a mapping of config keys, got '", shown(root), "'");
-  read_section(root, "", top_keys(c));
+  read_section(root, "", top_keys(c),
+               [&c](const std::string& name, const YAML::Node& value) { return read_plugin_section(c, name, value); });
   return c;
 }
 
@@ -264,6 +313,19 @@ void put_spmd(YAML::Emitter& out, const SpmdConfig& s) {
   out << YAML::EndMap;
 }
 
+// Every key of a plugin's section, in the order the plugin declares them.
+void put_plugin_section(YAML::Emitter& out, const std::string& name, const OptionValues& values) {
+  put(out, name.c_str(), YAML::BeginMap);
+  for (const auto& spec : values.section().options) {
+    const std::string& text = values.text(spec.key);
+    if (spec.type == OptionType::text)
+      put(out, spec.key.c_str(), text);
+    else
+      put(out, spec.key.c_str(), YAML::Flow, YAML::Load(text));
+  }
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::vector<std::string> Config::keys() {
@@ -275,6 +337,9 @@ std::vector<std::string> Config::keys() {
   }
   for (const auto& [name, _] : fsdp_keys(c)) out.push_back("fsdp_config." + name);
   for (const auto& [name, _] : spmd_keys(c.dist.spmd)) out.push_back("spmd_config." + name);
+  if (OptionSectionSource* source = option_section_source())
+    for (const auto& section : source->sections())
+      for (const auto& spec : section->options) out.push_back(section->name + "." + spec.key);
   return out;
 }
 
@@ -296,6 +361,12 @@ void Config::set(const std::string& key, const std::string& value) {
     if (it == keys.end() || name == "fsdp_config" || name == "spmd_config") continue;
     it->second(node, section.empty() ? name : section + "." + name);
     return;
+  }
+  if (dot != std::string::npos) {  // a plugin's section named
+    if (find_option_section(key.substr(0, dot))) return this->section(key.substr(0, dot)).set(name, value);
+  } else if (OptionSectionSource* source = option_section_source()) {  // the plugin section holding it
+    for (const auto& s : source->sections())
+      if (s->find(name)) return this->section(s->name).set(name, value);
   }
   const auto known = keys();
   ACC_FAIL("unknown config key '", key, "' (known: ", util::join(known), ")");
@@ -323,6 +394,7 @@ std::string Config::to_yaml() const {
   put_fsdp(out, dist.fsdp);
   const SpmdConfig& s = dist.spmd;
   if (!s.mesh_shape.empty() || !s.axis_names.empty() || !s.sharding_rules.empty()) put_spmd(out, s);
+  for (const auto& [name, values] : sections) put_plugin_section(out, name, values);
   out << YAML::EndMap;
   ACC_CHECK(out.good(), "Config::to_yaml: ", out.GetLastError());
   return std::string(out.c_str()) + "\n";

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "acc/distributed/traffic.h"
 #include "acc/util/error.h"
 
 namespace acc::dist {
@@ -78,6 +79,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, cons
             " on rank ", rank(), "; expected input numel ", counts[rank()],
             " and output numel ", total);
   auto work = new_work(op, {input, output});
+  count_traffic(TrafficKind::all_gather, output.nbytes(), size());
   do_all_gather(work, buffer_of(input), buffer_of(output), counts);
   return work;
 }
@@ -111,6 +113,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
   auto work = new_work(op, {input, output});
+  count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size());
   do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
   return work;
 }
@@ -119,6 +122,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, Reduc
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
   auto work = new_work("all_reduce", {tensor});
+  count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size());
   do_all_reduce(work, buffer_of(tensor), rop);
   return work;
 }
@@ -128,6 +132,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& tensor, int ro
   ACC_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
             describe(), "; expected 0 <= root < ", size());
   auto work = new_work("broadcast", {tensor});
+  count_traffic(TrafficKind::broadcast, tensor.nbytes(), size());
   do_broadcast(work, buffer_of(tensor), root);
   return work;
 }
@@ -146,6 +151,7 @@ std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& tensor, int peer, i
   auto work = std::make_shared<Work>(detail::concat("send to rank ", peer, " (tag ", tag, ", ",
                                                     tensor.describe(), ") on ", describe()));
   work->hold({tensor});
+  count_traffic(TrafficKind::send, tensor.nbytes(), size());
   do_send(work, buffer_of(tensor), peer, tag);
   return work;
 }

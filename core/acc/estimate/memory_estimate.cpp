@@ -132,11 +132,14 @@ Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
   // Gradient reductions run while the backward goes on, holding up to one block's f32
   // gradients (FSDP's reduce window).
   if (w.world > 1 && w.wrap_blocks && s.layers > 0) e.activations += 4 * s.block_parameters;
-  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node.
-  if (w.world > 1)
-    e.communication = 2 * static_cast<int64_t>(dist::staging_buffer_bytes()) *
-                      std::min(w.world, std::max(1, w.ranks_per_node));
+  e.communication = communication_bytes(w);
   return e;
+}
+
+int64_t communication_bytes(const Workload& w) {
+  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node.
+  if (w.world == 1) return 0;
+  return 2 * static_cast<int64_t>(dist::staging_buffer_bytes()) * std::min(w.world, std::max(1, w.ranks_per_node));
 }
 
 std::vector<Plan> candidate_plans(const Workload& w) {

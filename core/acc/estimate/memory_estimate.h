@@ -33,13 +33,16 @@ struct Plan {
 };
 std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing"
 
-struct Estimate {
-  Plan plan;
-  // Bytes per rank. parameters, gradients and optimizer_state are held between steps;
-  // gathered and activations are the highest during a step.
+// Bytes per rank by the allocator's categories. parameters, gradients and optimizer_state are
+// held between steps; gathered and activations are the highest during a step.
+struct Memory {
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, gathered = 0, activations = 0,
           communication = 0;
   int64_t total() const { return parameters + gradients + optimizer_state + gathered + activations + communication; }
+};
+
+struct Estimate : Memory {
+  Plan plan;
 };
 
 // Ranks one shard group spans for `strategy`.
@@ -53,6 +56,8 @@ int64_t activation_bytes(const ModelShape& shape, int64_t batch_per_rank, int64_
                          int vocab_ranks = 1);
 
 Estimate estimate(const ModelShape& shape, const Plan& plan, const Workload& w);
+// What the comm backend holds per rank whatever the strategy (its staging buffers).
+int64_t communication_bytes(const Workload& w);
 
 // The plans AUTO tries, least communication first: NO_SHARD, the hybrids when there is more
 // than one node, SHARD_GRAD_OP, FULL_SHARD, then FULL_SHARD with activation checkpointing.

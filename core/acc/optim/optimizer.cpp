@@ -64,6 +64,8 @@ void Optimizer::step() {
         update(p, grad, lr, wd, copy, state);
     }
   }
+  for (const ParamGroup& group : groups_)
+    if (group.after_step) group.after_step();
 }
 
 void Optimizer::update_streaming(const Tensor& param, const Tensor& grad, double lr, double weight_decay,

@@ -5,6 +5,7 @@
 // every optimizer the same way. State lives under memory::Category::optimizer_state, in the
 // memory tier of its parameter.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,13 +14,17 @@
 
 namespace acc::optim {
 
+// Every member has a default, so designated initializers may name only some ({.params = ...}).
 struct ParamGroup {
-  std::vector<Tensor> params;
-  std::optional<double> lr;            // unset: the optimizer's default
-  std::optional<double> weight_decay;  // unset: the optimizer's default
+  std::vector<Tensor> params{};
+  std::optional<double> lr{};            // unset: the optimizer's default
+  std::optional<double> weight_decay{};  // unset: the optimizer's default
   // Optional bf16 tensors, one per param (same shapes), that each step also writes with the
   // updated values: the compute-dtype copy a mixed-precision strategy gathers.
-  std::vector<Tensor> bf16_copies;
+  std::vector<Tensor> bf16_copies{};
+  // Runs at the end of every step(), after all groups are updated (in group order, each group's
+  // own): how a strategy that hands out the groups acts on the step (DiLoCo's outer step).
+  std::function<void()> after_step{};
 };
 
 // One group holding `params` with the optimizer's defaults.

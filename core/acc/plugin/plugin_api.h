@@ -4,12 +4,13 @@
 // (write ACC_PLUGIN(name, register_function) in one .cpp). libacc checks api_version before
 // calling anything else, then calls register_plugin, which adds named factories (strategies,
 // comm backends) to the registry. Bump ACC_PLUGIN_API_VERSION whenever this contract or a type
-// crossing it (Registry, Strategy, ProcessGroup) changes incompatibly.
+// crossing it (Registry, Strategy, ShardedModel, ProcessGroup, Config, optim::ParamGroup) changes
+// incompatibly.
 namespace acc::plugin {
 class Registry;
 }
 
-#define ACC_PLUGIN_API_VERSION 2
+#define ACC_PLUGIN_API_VERSION 3
 #define ACC_PLUGIN_ENTRY_SYMBOL "acc_plugin_entry"
 
 extern "C" {

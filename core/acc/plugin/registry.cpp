@@ -55,6 +55,12 @@ Registry& Registry::global() {
   return *registry;
 }
 
+namespace {
+// acc::Config finds plugin sections through the global registry from the moment libacc loads,
+// whether or not anything made a strategy yet.
+[[maybe_unused]] const bool kSectionSourceInstalled = (set_option_section_source(&Registry::global()), true);
+}  // namespace
+
 std::string Registry::file_name(const std::string& name) { return "libacc_plugin_" + name + ".so"; }
 
 std::string Registry::owner() const {
@@ -78,6 +84,38 @@ void Registry::add_strategy(const std::string& name, StrategyFactory factory) {
             ", which is already registered by ", owners_[key], "; names must be unique");
   strategies_[name] = std::move(factory);
   owners_[key] = owner();
+}
+
+void Registry::add_option_section(OptionSection section) {
+  std::lock_guard lock(mutex_);
+  const std::string key = "option section '" + section.name + "'";
+  ACC_CHECK(!section.name.empty() && !option_sections_.count(section.name), "plugin registry: ", owner(),
+            " registers ", key, section.name.empty() ? ", which has no name" : ", which is already registered by ",
+            owners_[key], "; names must be unique");
+  for (size_t i = 0; i < section.options.size(); ++i) {
+    const OptionSpec& spec = section.options[i];
+    ACC_CHECK(!spec.key.empty() && section.find(spec.key) == &section.options[i], "plugin registry: ", owner(),
+              " registers ", key, " with an empty or repeated key '", spec.key, "'");
+    spec.checked(spec.default_value, section.name + "." + spec.key + " (its default, from " + owner() + ")");
+  }
+  auto shared = std::make_shared<const OptionSection>(std::move(section));
+  option_sections_[shared->name] = std::move(shared);
+  owners_[key] = owner();
+}
+
+std::shared_ptr<const OptionSection> Registry::find_section(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  if (!option_sections_.count(name)) load_all();
+  const auto it = option_sections_.find(name);
+  return it == option_sections_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const OptionSection>> Registry::sections() {
+  std::lock_guard lock(mutex_);
+  load_all();
+  std::vector<std::shared_ptr<const OptionSection>> out;
+  for (const auto& [name, section] : option_sections_) out.push_back(section);
+  return out;
 }
 
 std::vector<std::string> Registry::search_folders() const {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "acc/config/option_section.h"
 #include "acc/distributed/environment.h"
 #include "acc/distributed/process_group.h"
 #include "acc/strategy/strategy.h"
@@ -34,10 +35,11 @@ struct LoadedPlugin {
   int api_version = 0;  // the plugin API it was built for (always this libacc's: checked at load)
 };
 
-class Registry {
+// The global registry is also where acc::Config finds plugin-owned option sections.
+class Registry : public OptionSectionSource {
  public:
   Registry();
-  ~Registry();
+  ~Registry() override;
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
@@ -47,6 +49,8 @@ class Registry {
   // already taken is an error naming both owners.
   void add_comm_backend(const std::string& name, CommBackendFactory factory);
   void add_strategy(const std::string& name, StrategyFactory factory);
+  // A strategy's option section (`diloco_config:`), read and written by acc::Config.
+  void add_option_section(OptionSection section);
 
   // Lookup by name. An unknown name first loads plugins from the search folders (the backend
   // plugin of the same name; for strategies every plugin found), then fails listing the known.
@@ -66,6 +70,10 @@ class Registry {
   std::vector<std::string> comm_backend_names() const;
   std::vector<std::string> strategy_names() const;
 
+  // OptionSectionSource: a name not registered loads every plugin of the search folders first.
+  std::shared_ptr<const OptionSection> find_section(const std::string& name) override;
+  std::vector<std::shared_ptr<const OptionSection>> sections() override;
+
   // The file name a plugin called `name` has: libacc_plugin_<name>.so.
   static std::string file_name(const std::string& name);
 
@@ -77,6 +85,7 @@ class Registry {
   mutable std::recursive_mutex mutex_;  // register functions call back in while loading
   std::map<std::string, CommBackendFactory> comm_backends_;
   std::map<std::string, StrategyFactory> strategies_;
+  std::map<std::string, std::shared_ptr<const OptionSection>> option_sections_;
   std::map<std::string, std::string> owners_;  // "strategy fsdp" -> who registered it
   std::vector<std::unique_ptr<Entry>> plugins_;
   const Entry* loading_ = nullptr;  // the plugin whose register function is running

@@ -7,13 +7,21 @@
 // then wrap() with the user's model; the loader is cut by data_parallel_rank()/size().
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "acc/strategy/sharded_model.h"
 #include "acc/config/config.h"
 #include "acc/distributed/environment.h"
 #include "acc/distributed/process_group.h"
+#include "acc/estimate/memory_estimate.h"
 
 namespace acc {
+
+// One way a strategy would run a workload, as `accelerate estimate-memory` prints it.
+struct StrategyEstimate {
+  std::string plan;  // the row's name: "DILOCO (inner_steps 8)"
+  estimate::Memory memory;
+};
 
 class Strategy {
  public:
@@ -37,6 +45,15 @@ class Strategy {
   // that must see the same batch (tensor parallel).
   virtual int data_parallel_rank() const { return world_->rank(); }
   virtual int data_parallel_size() const { return world_->size(); }
+  // Per-rank memory of one training step (AdamW) of a model of `shape` on `workload`, with the
+  // options of `config`, for `accelerate estimate-memory`: one row per way it could run, none
+  // when it gives no estimate. Called on a strategy that was not set up. The FSDP settings'
+  // rows still come from acc's own formulas (estimate/memory_estimate.h).
+  virtual std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& /*shape*/,
+                                                        const estimate::Workload& /*workload*/,
+                                                        const Config& /*config*/) const {
+    return {};
+  }
 
   const std::shared_ptr<dist::ProcessGroup>& world() const { return world_; }
   const dist::Topology& topology() const { return topology_; }

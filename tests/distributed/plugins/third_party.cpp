@@ -20,7 +20,7 @@ class Mirrored : public acc::ShardedModel {
     return module().named_parameters();
   }
   std::vector<acc::optim::ParamGroup> param_groups(double weight_decay) const override {
-    acc::optim::ParamGroup group{parameters(), std::nullopt, weight_decay, {}};
+    acc::optim::ParamGroup group{.params = parameters(), .weight_decay = weight_decay};
     return {group};
   }
   double clip_grad_norm(double max_norm) override {

@@ -1,0 +1,179 @@
+// Plugin-owned option sections: checking a value against its spec, and one section's values.
+#include "acc/config/option_section.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "acc/util/error.h"
+#include "acc/util/strings.h"
+
+namespace acc {
+namespace {
+
+std::string upper(std::string s) {
+  std::ranges::transform(s, s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+// The shortest decimal that reads back as `value`.
+std::string shortest(double value) {
+  if (value == std::floor(value) && std::abs(value) < 1e15) return std::to_string(static_cast<int64_t>(value));
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
+}
+
+std::string range_text(const OptionSpec& s) {
+  std::string out;
+  if (s.min > -std::numeric_limits<double>::infinity()) out += " >= " + shortest(s.min);
+  if (s.max < std::numeric_limits<double>::infinity()) out += (out.empty() ? " <= " : " and <= ") + shortest(s.max);
+  return out;
+}
+
+YAML::Node parsed(const std::string& text) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return YAML::Node(text);  // not YAML on its own: the text as a string
+  }
+}
+
+}  // namespace
+
+std::string to_string(OptionType type) {
+  switch (type) {
+    case OptionType::boolean: return "true or false";
+    case OptionType::integer: return "an integer";
+    case OptionType::number: return "a number";
+    case OptionType::text: return "a string";
+    case OptionType::choice: return "one of the names";
+    case OptionType::integer_list: return "a list of integers";
+    case OptionType::text_list: return "a list of strings";
+  }
+  return "a value";
+}
+
+std::string OptionSpec::checked(const std::string& text, const std::string& full_key) const {
+  const YAML::Node node = parsed(text);
+  auto fail = [&](const std::string& expected) -> std::string {
+    ACC_FAIL(full_key, ": bad value '", text, "' (expected ", expected, ")");
+  };
+  auto in_range = [&](double v, const std::string& what) {
+    if (v < min || v > max) fail(what + range_text(*this));
+  };
+  switch (type) {
+    case OptionType::boolean: {
+      bool v = false;
+      if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v)) fail("true or false");
+      return v ? "true" : "false";
+    }
+    case OptionType::integer: {
+      int64_t v = 0;
+      if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, v)) fail("an integer" + range_text(*this));
+      in_range(static_cast<double>(v), "an integer");
+      return std::to_string(v);
+    }
+    case OptionType::number: {
+      double v = 0;
+      if (!node.IsScalar() || !YAML::convert<double>::decode(node, v) || v != v)
+        fail("a number" + range_text(*this));
+      in_range(v, "a number");
+      return shortest(v);
+    }
+    case OptionType::text:
+      if (!node.IsNull() && !node.IsScalar()) fail("a string");
+      return text;
+    case OptionType::choice: {
+      const auto it = std::ranges::find(allowed, upper(util::trim(text)), [](const std::string& a) { return upper(a); });
+      if (it == allowed.end()) ACC_FAIL(full_key, ": bad value '", text, "' (allowed: ", util::join(allowed), ")");
+      return *it;
+    }
+    case OptionType::integer_list:
+    case OptionType::text_list: {
+      const bool integers = type == OptionType::integer_list;
+      const std::string each = integers ? "an integer" : "a string";
+      if (!node.IsSequence()) fail("a list, each " + each + (integers ? ", e.g. [2, 2]" : ", e.g. [a, b]"));
+      std::vector<std::string> items;
+      for (const auto& item : node) {
+        int64_t v = 0;
+        if (!item.IsScalar() || (integers && !YAML::convert<int64_t>::decode(item, v))) fail("a list, each " + each);
+        if (integers) in_range(static_cast<double>(v), "a list, each an integer");
+        items.push_back(integers ? std::to_string(v) : item.Scalar());
+      }
+      std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
+      out += util::join(items);
+      return out += ']';
+    }
+  }
+  ACC_FAIL(full_key, ": unknown option type ", static_cast<int>(type));
+}
+
+const OptionSpec* OptionSection::find(const std::string& key) const {
+  const auto it = std::ranges::find(options, key, &OptionSpec::key);
+  return it == options.end() ? nullptr : &*it;
+}
+
+OptionValues::OptionValues(std::shared_ptr<const OptionSection> section) : section_(std::move(section)) {
+  ACC_CHECK(section_, "OptionValues: no section");
+  for (const auto& spec : section_->options)
+    values_[spec.key] = spec.checked(spec.default_value, section_->name + "." + spec.key + " (its default)");
+}
+
+const OptionSection& OptionValues::section() const {
+  ACC_CHECK(section_, "OptionValues: empty (made without a section)");
+  return *section_;
+}
+
+const OptionSpec& OptionValues::spec(const std::string& key) const {
+  const OptionSpec* spec = section().find(key);
+  if (!spec) {
+    std::vector<std::string> known;
+    for (const auto& s : section_->options) known.push_back(s.key);
+    ACC_FAIL("unknown key '", section_->name, ".", key, "' (known ", section_->name, " keys: ", util::join(known), ")");
+  }
+  return *spec;
+}
+
+void OptionValues::set(const std::string& key, const std::string& text) {
+  values_[key] = spec(key).checked(text, section().name + "." + key);
+}
+
+const std::string& OptionValues::text(const std::string& key) const {
+  spec(key);
+  return values_.at(key);
+}
+
+bool OptionValues::boolean(const std::string& key) const { return parsed(text(key)).as<bool>(); }
+int64_t OptionValues::integer(const std::string& key) const { return parsed(text(key)).as<int64_t>(); }
+double OptionValues::number(const std::string& key) const { return parsed(text(key)).as<double>(); }
+std::vector<int64_t> OptionValues::integers(const std::string& key) const {
+  return parsed(text(key)).as<std::vector<int64_t>>();
+}
+std::vector<std::string> OptionValues::texts(const std::string& key) const {
+  return parsed(text(key)).as<std::vector<std::string>>();
+}
+
+void OptionValues::validate() const {
+  if (section().check) section().check(*this);
+}
+
+bool OptionValues::operator==(const OptionValues& other) const {
+  const std::string mine = section_ ? section_->name : "", theirs = other.section_ ? other.section_->name : "";
+  return mine == theirs && values_ == other.values_;
+}
+
+namespace {
+OptionSectionSource* g_source = nullptr;
+}
+
+void set_option_section_source(OptionSectionSource* source) { g_source = source; }
+OptionSectionSource* option_section_source() { return g_source; }
+
+}  // namespace acc
