@@ -17,3 +17,7 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -G Ninja
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release ${sanitize_flags})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# A strategy plugin built the same way: only the installed headers and libacc.
+run(${CMAKE_COMMAND} -S ${PLUGIN_SOURCE_DIR} -B ${WORK_DIR}/diloco -G Ninja
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release ${sanitize_flags})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/diloco)
