@@ -4,7 +4,6 @@
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/memory/allocator.h"
-#include "acc/optim/clip_grad.h"
 #include "acc/util/error.h"
 
 namespace diloco {
@@ -67,8 +66,6 @@ std::vector<acc::optim::ParamGroup> DilocoModel::param_groups(double weight_deca
   decayed.after_step = [self] { self->after_inner_step(); };
   return {decayed, plain};
 }
-
-double DilocoModel::clip_grad_norm(double max_norm) { return acc::optim::clip_grad_norm(params_, max_norm); }
 
 std::vector<std::pair<std::string, acc::Tensor>> DilocoModel::full_parameters() {
   auto out = named_parameters();

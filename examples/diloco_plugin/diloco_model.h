@@ -41,8 +41,8 @@ class DilocoModel : public acc::ShardedModel {
   std::vector<std::pair<std::string, acc::Tensor>> named_parameters() const override;
   // Matrices decayed, the rest not; the groups carry the hook that counts inner steps.
   std::vector<acc::optim::ParamGroup> param_groups(double weight_decay) const override;
-  // Each rank clips its own gradient: there is nothing shared to clip between outer steps.
-  double clip_grad_norm(double max_norm) override;
+  // clip_grad_norm: the default, each rank its own gradient (whole pieces, no norm group):
+  // there is nothing shared to clip between outer steps.
   // This rank's parameters: equal on every rank right after an outer step.
   std::vector<std::pair<std::string, acc::Tensor>> full_parameters() override;
 

@@ -10,7 +10,6 @@
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/node.h"
 #include "acc/ops/loss.h"
-#include "acc/optim/clip_grad.h"
 
 namespace acc::fsdp {
 
@@ -40,6 +39,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
                    unit.master().slice_flat(at, {part.count}), Tensor()},
                   u, at, decays(slot.shape)};
       piece.master.set_requires_grad(slot.view.requires_grad());
+      piece.copies = unit.groups().replicate->size();
       if (options_.compute_dtype != DType::f32)
         piece.compute = unit.compute_shard().slice_flat(at, {part.count});
       pieces_.push_back(std::move(piece));
@@ -331,26 +331,6 @@ std::vector<optim::ParamGroup> FsdpModel::param_groups(double weight_decay) cons
   for (auto* g : {&decayed, &plain})
     if (!g->params.empty()) groups.push_back(std::move(*g));
   return groups;
-}
-
-double FsdpModel::clip_grad_norm(double max_norm) {
-  ACC_CHECK(max_norm > 0, type_name(), ": clip_grad_norm needs max_norm > 0, got ", max_norm);
-  // Ranks of one shard group hold disjoint pieces, summed over the group; replicas (hybrid)
-  // hold the same pieces, and so does every rank of the ignored modules' unit: counted once.
-  double split = 0, whole = 0;
-  for (const auto& piece : pieces_)
-    if (Tensor g = piece.master.grad(); g.defined())
-      (units_[piece.unit]->groups().shard == options_.groups.shard ? split : whole) +=
-          optim::grad_square_sum(g);
-  Tensor total = Tensor::from_vector({static_cast<float>(split)}, {1});
-  options_.groups.shard->all_reduce(total);
-  const double norm = std::sqrt(static_cast<double>(total.item()) + whole);
-  if (norm > max_norm) {
-    const double scale = max_norm / norm;  // as optim::clip_grad_norm, so one rank matches it
-    for (const auto& piece : pieces_)
-      if (Tensor g = piece.master.grad(); g.defined()) optim::scale_grad(g, scale);
-  }
-  return norm;
 }
 
 void FsdpModel::visit_full_parameters(const FullParametersVisitor& visit) {

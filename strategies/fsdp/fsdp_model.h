@@ -64,7 +64,11 @@ class FsdpModel final : public ShardedModel {
   models::ModelOutput forward(const data::Batch& batch) override;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const override;
   std::vector<optim::ParamGroup> param_groups(double weight_decay) const override;
-  double clip_grad_norm(double max_norm) override;
+  // Every rank the model is spread over: the ignored modules' replicate group. A piece's copies
+  // are its unit's replicate group (hybrid replicas, NO_SHARD's every rank).
+  std::shared_ptr<dist::ProcessGroup> gradient_norm_group() const override {
+    return options_.replicated_groups.replicate;
+  }
   std::vector<std::pair<std::string, Tensor>> full_parameters() override;
   std::vector<ParameterPiece> parameter_pieces() const override;
   void visit_full_parameters(const FullParametersVisitor& visit) override;

@@ -2,18 +2,15 @@
 
 #include <cmath>
 
-#include "acc/optim/clip_grad.h"
 
 namespace acc::spmd {
 
 SpmdModel::SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
-                     std::unique_ptr<TensorParallel> tensor_parallel,
-                     std::set<std::string> whole_over_fsdp, std::shared_ptr<Mesh> mesh,
+                     std::unique_ptr<TensorParallel> tensor_parallel, std::shared_ptr<Mesh> mesh,
                      OutputSharding output_sharding, std::vector<autograd::HookHandle> output_checks)
     : ShardedModel("SPMD(" + mesh->describe() + ")", std::move(module)),
       engine_(std::move(engine)),
       tensor_parallel_(std::move(tensor_parallel)),
-      whole_over_fsdp_(std::move(whole_over_fsdp)),
       mesh_(std::move(mesh)),
       output_sharding_(std::move(output_sharding)),
       output_checks_(std::move(output_checks)) {}
@@ -28,31 +25,6 @@ models::ModelOutput SpmdModel::forward(const data::Batch& batch) {
   return out;
 }
 
-double SpmdModel::clip_grad_norm(double max_norm) {
-  ACC_CHECK(max_norm > 0, type_name(), ": clip_grad_norm needs max_norm > 0, got ", max_norm);
-  const double model_ranks = mesh_->has_axis("model") ? mesh_->size("model") : 1;
-  const double fsdp_ranks = mesh_->size("fsdp");
-  const auto pieces = engine_->parameter_pieces();
-  double local = 0;
-  for (const auto& piece : pieces) {
-    const Tensor g = piece.master.grad();
-    if (!g.defined()) continue;
-    double share = 1;  // of this rank in the piece's copies
-    if (!tensor_parallel_->split_of(piece.name)) share /= model_ranks;
-    if (whole_over_fsdp_.count(piece.name)) share /= fsdp_ranks;
-    local += share * optim::grad_square_sum(g);
-  }
-  Tensor total = Tensor::from_vector({static_cast<float>(local)}, {1});
-  mesh_->group()->all_reduce(total);
-  const double norm = std::sqrt(static_cast<double>(total.item()));
-  if (norm > max_norm) {
-    const double scale = max_norm / norm;
-    for (const auto& piece : pieces)
-      if (Tensor g = piece.master.grad(); g.defined()) optim::scale_grad(g, scale);
-  }
-  return norm;
-}
-
 std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
   auto full = engine_->full_parameters();
   for (auto& [name, value] : full)
@@ -62,10 +34,13 @@ std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
 
 std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
   auto pieces = engine_->parameter_pieces();
+  const int model_ranks = mesh_->has_axis("model") ? mesh_->size("model") : 1;
   for (auto& piece : pieces)
     if (const auto* split = tensor_parallel_->split_of(piece.name)) {
       piece.shape = split->full_shape;
       piece.slice = tensor_parallel_->slice_held(*split);
+    } else {
+      piece.copies *= model_ranks;
     }
   return pieces;
 }

@@ -4,7 +4,6 @@
 // axis, as the inner ShardedModel that runs forward and backward.
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "acc/spmd/mesh.h"
@@ -16,11 +15,9 @@ namespace acc::spmd {
 
 class SpmdModel final : public ShardedModel {
  public:
-  // `whole_over_fsdp`: the parameters every fsdp rank holds whole (their specs do not use fsdp);
   // `output_checks`: the hooks checking the module output rules at each call, removed with it.
   SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
-            std::unique_ptr<TensorParallel> tensor_parallel, std::set<std::string> whole_over_fsdp,
-            std::shared_ptr<Mesh> mesh, OutputSharding output_sharding,
+            std::unique_ptr<TensorParallel> tensor_parallel, std::shared_ptr<Mesh> mesh, OutputSharding output_sharding,
             std::vector<autograd::HookHandle> output_checks);
   ~SpmdModel() override;
   SpmdModel(const SpmdModel&) = delete;
@@ -34,9 +31,10 @@ class SpmdModel final : public ShardedModel {
   std::vector<optim::ParamGroup> param_groups(double weight_decay) const override {
     return engine_->param_groups(weight_decay);
   }
-  // Over every rank of the mesh, each value counted once: a slice over `model` or `fsdp` is
-  // summed over its axis, a parameter whole along an axis is counted on one of its ranks.
-  double clip_grad_norm(double max_norm) override;
+  // The gradient norm sums over every rank of the mesh; parameter_pieces() counts a piece's
+  // copies along both axes (whole over fsdp: the engine's replicated unit; not split over
+  // model: every model rank).
+  std::shared_ptr<dist::ProcessGroup> gradient_norm_group() const override { return mesh_->group(); }
   // The engine's whole parameters, their `model` slices joined (a collective over the mesh).
   std::vector<std::pair<std::string, Tensor>> full_parameters() override;
   // The engine's pieces; a parameter split over `model` gives pieces of this rank's slice.
@@ -51,7 +49,6 @@ class SpmdModel final : public ShardedModel {
 
   std::shared_ptr<fsdp::FsdpModel> engine_;
   std::unique_ptr<TensorParallel> tensor_parallel_;
-  std::set<std::string> whole_over_fsdp_;
   std::shared_ptr<Mesh> mesh_;
   OutputSharding output_sharding_;
   std::vector<autograd::HookHandle> output_checks_;

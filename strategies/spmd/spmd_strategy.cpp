@@ -122,8 +122,8 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));
   tensor_parallel->install();
   OutputSharding output_sharding(config().dist.spmd.shard_output, mesh_, tensor_parallel->splits_vocabulary());
-  return std::make_shared<SpmdModel>(std::move(model), std::move(engine), std::move(tensor_parallel),
-                                     std::move(whole), mesh_, std::move(output_sharding), std::move(output_checks));
+  return std::make_shared<SpmdModel>(std::move(model), std::move(engine), std::move(tensor_parallel), mesh_,
+                                     std::move(output_sharding), std::move(output_checks));
 }
 
 }  // namespace acc::spmd

@@ -56,14 +56,25 @@ void scale_grad(const Tensor& grad, double factor) {
 }
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-  ACC_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be positive, got ", max_norm);
-  double squares = 0;
+  std::vector<Tensor> grads;
   for (const auto& p : params)
-    if (p.grad().defined()) squares += grad_square_sum(p.grad());
-  const double norm = std::sqrt(squares);
+    if (p.grad().defined()) grads.push_back(p.grad());
+  return clip_grad_norm(grads, std::vector<int>(grads.size(), 1), {}, max_norm);
+}
+
+double clip_grad_norm(const std::vector<Tensor>& grads, const std::vector<int>& copies,
+                      const std::function<double(double)>& sum_over_ranks, double max_norm) {
+  ACC_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be positive, got ", max_norm);
+  ACC_CHECK(copies.size() == grads.size(), "clip_grad_norm: ", copies.size(), " copy counts for ", grads.size(),
+            " gradients");
+  double squares = 0;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    ACC_CHECK(copies[i] >= 1, "clip_grad_norm: gradient ", grads[i].describe(), " has ", copies[i], " copies");
+    squares += grad_square_sum(grads[i]) / copies[i];
+  }
+  const double norm = std::sqrt(sum_over_ranks ? sum_over_ranks(squares) : squares);
   if (norm > max_norm)
-    for (const auto& p : params)
-      if (p.grad().defined()) scale_grad(p.grad(), max_norm / norm);
+    for (const auto& g : grads) scale_grad(g, max_norm / norm);
   return norm;
 }
 

@@ -1,6 +1,7 @@
 #include "acc/strategy/sharded_model.h"
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/optim/clip_grad.h"
 
 namespace acc {
 
@@ -19,6 +20,24 @@ void ShardedModel::copy_full_parameters_to(nn::Module& target) {
 void ShardedModel::set_compute_dtype(DType) {
   ACC_FAIL(type_name(), ": mixed precision belongs to the strategy; set config.compute.bf16 ",
            "(mixed_precision: bf16 in the config file) before acc::accelerate()");
+}
+
+double ShardedModel::clip_grad_norm(double max_norm) {
+  std::vector<Tensor> grads;
+  std::vector<int> copies;
+  for (const auto& piece : parameter_pieces())
+    if (Tensor g = piece.master.grad(); g.defined()) {
+      grads.push_back(g);
+      copies.push_back(piece.copies);
+    }
+  std::function<double(double)> sum_over_ranks;
+  if (auto group = gradient_norm_group())
+    sum_over_ranks = [group](double local) {
+      Tensor total = Tensor::from_vector({static_cast<float>(local)}, {1});
+      group->all_reduce(total);
+      return static_cast<double>(total.item());
+    };
+  return optim::clip_grad_norm(grads, copies, sum_over_ranks, max_norm);
 }
 
 void ShardedModel::visit_full_parameters(const FullParametersVisitor& visit) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "acc/distributed/process_group.h"
 #include "acc/models/model.h"
 #include "acc/optim/optimizer.h"
 
@@ -32,8 +33,13 @@ class ShardedModel : public models::Model {
   // compute-dtype copies the optimizer writes in the same pass.
   virtual std::vector<optim::ParamGroup> param_groups(double weight_decay) const = 0;
   // Scales every rank's gradients so the norm over the whole model is at most max_norm;
-  // returns the norm before clipping. A collective.
-  virtual double clip_grad_norm(double max_norm) = 0;
+  // returns the norm before clipping. A collective over gradient_norm_group(). The default,
+  // for every strategy: each piece of parameter_pieces() counted 1 / copies, summed over the
+  // group (optim::clip_grad_norm).
+  virtual double clip_grad_norm(double max_norm);
+  // The ranks whose pieces together hold the whole model (copies counted once): what the
+  // gradient norm sums over. Null, the default: this rank's pieces are the whole model.
+  virtual std::shared_ptr<dist::ProcessGroup> gradient_norm_group() const { return nullptr; }
   // The part of a parameter a rank's tensor holds when a strategy splits it along one
   // dimension (tensor parallelism): the concatenation, along `dim`, of the whole parameter's
   // index ranges `blocks` ([begin, end) each, in order). Several blocks: packed tensors (GPT-2's
@@ -52,6 +58,9 @@ class ShardedModel : public models::Model {
     Tensor master;   // f32, contiguous: what the optimizer updates
     Tensor compute;  // the compute-dtype copy the optimizer writes with it, or undefined
     std::optional<DimSlice> slice = std::nullopt;
+    // Ranks of gradient_norm_group() holding this same piece (replicas, a parameter whole over
+    // a mesh axis): the gradient norm counts it once among them.
+    int copies = 1;
   };
   // Every piece this rank holds, frozen parameters included. The default suits strategies
   // whose named_parameters() are whole parameters.
