@@ -53,15 +53,20 @@ void prepare_model(models::Model& model, const Config& config, dist::ProcessGrou
   model.set_compute_dtype(config.compute.bf16 ? DType::bf16 : DType::f32);
 }
 
-EngineOptions engine_options(std::string strategy, const Config& config, const models::Model& model,
-                             UnitGroups groups, UnitGroups replicated_groups,
-                             bool reshard_after_forward, int shard_size) {
+EngineOptions engine_options(const Config& config, const models::Model& model, EngineLayout layout) {
   const FsdpConfig& fsdp = config.dist.fsdp;
-  return EngineOptions{std::move(strategy), std::move(groups), std::move(replicated_groups),
-                       reshard_after_forward, config.compute.bf16 ? DType::bf16 : DType::f32,
-                       fsdp.activation_checkpointing, fsdp.activation_checkpointing_cls,
-                       fsdp.reduce_bf16, fsdp.forward_prefetch, fsdp.backward_prefetch,
-                       offload_tier(fsdp, model, shard_size), fsdp.vocab_parallel};
+  return EngineOptions{.strategy = std::move(layout.strategy),
+                       .groups = std::move(layout.groups),
+                       .replicated_groups = std::move(layout.replicated_groups),
+                       .reshard_after_forward = layout.reshard_after_forward,
+                       .compute_dtype = config.compute.bf16 ? DType::bf16 : DType::f32,
+                       .activation_checkpointing = fsdp.activation_checkpointing,
+                       .checkpoint_classes = fsdp.activation_checkpointing_cls,
+                       .reduce_bf16 = fsdp.reduce_bf16,
+                       .forward_prefetch = fsdp.forward_prefetch,
+                       .backward_prefetch = fsdp.backward_prefetch,
+                       .offload_tier = offload_tier(fsdp, model, layout.shard_size),
+                       .vocab_parallel = fsdp.vocab_parallel};
 }
 
 }  // namespace acc::fsdp

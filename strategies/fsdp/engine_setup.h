@@ -15,10 +15,17 @@ namespace acc::fsdp {
 // already) and sets the model's compute dtype (the loss writes its gradient in it).
 void prepare_model(models::Model& model, const Config& config, dist::ProcessGroup& world);
 
-// The engine's options from the config: mixed precision, checkpointing, prefetch, reduce dtype
-// and offload. `shard_size` ranks split each unit (it sizes the offload_dir check).
-EngineOptions engine_options(std::string strategy, const Config& config, const models::Model& model,
-                             UnitGroups groups, UnitGroups replicated_groups,
-                             bool reshard_after_forward, int shard_size);
+// How a strategy lays the engine over its ranks.
+struct EngineLayout {
+  std::string strategy;           // for messages and the type name
+  UnitGroups groups;              // the units' shard and replicate groups
+  UnitGroups replicated_groups;   // the ignored modules' (whole on every rank of the model)
+  bool reshard_after_forward;     // FULL_SHARD, HYBRID_SHARD, SPMD's fsdp axis
+  int shard_size;                 // ranks that split each unit (sizes the offload_dir check)
+};
+
+// The engine's options: `layout`, and from the config mixed precision, checkpointing,
+// prefetch, reduce dtype and offload.
+EngineOptions engine_options(const Config& config, const models::Model& model, EngineLayout layout);
 
 }  // namespace acc::fsdp

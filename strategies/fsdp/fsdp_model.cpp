@@ -101,21 +101,21 @@ void FsdpModel::install_vocab_ops(models::CausalLM& lm, const std::vector<std::s
   const size_t embedding = unit_of(lm.token_embedding()->param("weight")), head = unit_of(lm.head_weight());
   hooks_.push_back(lm.token_embedding()->add_call_wrapper(
       [this, embedding](nn::Module&, const Tensor& ids, const nn::Module::Inner& inner) {
-        return units_[embedding]->gathered() ? inner(ids) : vocab_parallel_embedding(vocab_shard(embedding), ids);
+        return units_[embedding]->gathered() ? inner(ids) : parallel::vocab_parallel_embedding(vocab_shard(embedding), ids);
       }));
   lm.set_head_loss([this, head](const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
     return units_[head]->gathered() ? ops::linear_cross_entropy(hidden, weight, labels)
-                                    : vocab_parallel_loss(vocab_shard(head), hidden, labels, ops::kIgnoreIndex);
+                                    : parallel::vocab_parallel_loss(vocab_shard(head), hidden, labels, ops::kIgnoreIndex);
   });
   lm_ = &lm;
 }
 
-VocabShard FsdpModel::vocab_shard(size_t u) {
+parallel::VocabShard FsdpModel::vocab_shard(size_t u) {
   const FlatUnit& unit = *units_[u];
   const FlatUnit::Slot& slot = unit.slots()[0];
   const int64_t V = slot.shape[0], C = slot.shape[1], each = unit.shard_numel() / C;
   const int64_t first = unit.groups().shard->rank() * each, rows = std::clamp<int64_t>(V - first, 0, each);
-  return VocabShard{unit.groups().shard, unit.compute_shard().slice_flat(0, {rows, C}).detach(), first, V,
+  return parallel::VocabShard{unit.groups().shard, unit.compute_shard().slice_flat(0, {rows, C}).detach(), first, V,
                     slot.view.requires_grad(), [this, u](const Tensor& grad) {
                       first_gradient(u);
                       if (auto reduction = units_[u]->take_local_gradient(grad)) reduce(std::move(*reduction));

@@ -23,7 +23,7 @@
 #include "acc/strategy/sharded_model.h"
 #include "acc/autograd/hooks.h"
 #include "flat_unit.h"
-#include "vocab_parallel.h"
+#include "common/vocab_parallel.h"
 #include "wrap_policy.h"
 
 namespace acc::fsdp {
@@ -91,7 +91,7 @@ class FsdpModel final : public ShardedModel {
   // (before the root), if every one of them is in a sharded unit; returns their names.
   std::vector<std::string> plan_vocab_units(std::vector<UnitPlan>& plans, models::CausalLM& lm);
   void install_vocab_ops(models::CausalLM& lm, const std::vector<std::string>& names);
-  VocabShard vocab_shard(size_t u);
+  parallel::VocabShard vocab_shard(size_t u);
   // True when this forward's vocabulary units stay split: a training forward with labels that
   // does not ask for the logits.
   bool splits_vocab(const data::Batch& batch) const;

@@ -32,9 +32,13 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   ACC_CHECK(model, name(), ": the model to wrap is null");
   prepare_model(*model, config(), *world());
   auto plans = plan_units(*model, config().dist.fsdp, model->shared_parameters());
-  EngineOptions options =
-      engine_options(name(), config(), *model, {shard_group_, replicate_group_},
-                     {self_group_, world()}, reshards_after_forward(setting_), shard_size_);
+  EngineOptions options = engine_options(
+      config(), *model,
+      {.strategy = name(),
+       .groups = {.shard = shard_group_, .replicate = replicate_group_},
+       .replicated_groups = {.shard = self_group_, .replicate = world()},  // every rank, whole
+       .reshard_after_forward = reshards_after_forward(setting_),
+       .shard_size = shard_size_});
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
              shard_size_, replicate_group_->size());
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));

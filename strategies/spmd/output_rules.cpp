@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "acc/util/error.h"
+#include "axis_names.h"
 
 namespace acc::spmd {
 
@@ -26,7 +27,7 @@ std::map<std::string, nn::Module*> modules_by_path(models::Model& model) {
 void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
                         const TensorParallel& tensor_parallel, const Mesh& mesh) {
   const auto modules = modules_by_path(model);
-  const bool model_axis = mesh.has_axis("model") && mesh.size("model") > 1;
+  const bool model_axis = mesh.has_axis(kModelAxis) && mesh.size(kModelAxis) > 1;
   const SplitLayers* split = tensor_parallel.split_layers();
   for (const auto& [path, rule] : sharding.outputs) {
     const nn::Module* m = modules.at(path);
@@ -36,15 +37,15 @@ void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
            "tensor: [0] is that tensor");
     const auto& dims = rule.spec.dims;
     if (dims.empty()) continue;
-    if (dims[0] != std::vector<std::string>{"fsdp"})
+    if (dims[0] != std::vector<std::string>{kFsdpAxis})
       fail("must split dim 0 (the batch) over fsdp: SPMD is data parallel over that axis");
     const bool hidden_inside = model_axis && split && split->split() == SplitDim::hidden && split->contains(m);
-    if (hidden_inside && dims.back() != std::vector<std::string>{"model"})
+    if (hidden_inside && dims.back() != std::vector<std::string>{kModelAxis})
       fail("must split the last dim over `model`: inside the layers whose outputs the rules split on the hidden "
            "dim, every module's output is split so");
     for (size_t d = 1; d < dims.size(); ++d) {
       if (dims[d].empty()) continue;
-      const bool over_model = dims[d] == std::vector<std::string>{"model"};
+      const bool over_model = dims[d] == std::vector<std::string>{kModelAxis};
       const bool sequence = d == 1 && dims.size() >= 3, last = d + 1 == dims.size();
       if (!over_model || !(sequence || last))
         fail("is not supported: past the batch only the sequence (dim 1) or the last dim may be split, over `model`");
@@ -72,7 +73,7 @@ std::vector<autograd::HookHandle> check_outputs_at_calls(const ResolvedSharding&
           if (!split || !split->contains(&m) || split->is_layer(&m)) return y;
           const std::optional<bool> sliced = split->holds_slice(y);  // only for outputs of 3 or more dims
           if (!sliced) return y;
-          const bool says_sliced = rule.spec.dims[1] == std::vector<std::string>{"model"};
+          const bool says_sliced = rule.spec.dims[1] == std::vector<std::string>{kModelAxis};
           if (*sliced != says_sliced)
             fail(std::string("says its sequence (dim 1) is ") + (says_sliced ? "split over `model`" : "whole") +
                  ", but in a layer whose sequence is split it " +

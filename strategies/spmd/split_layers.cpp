@@ -12,14 +12,15 @@
 #include "acc/ops/ops.h"
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
-#include "model_axis_ops.h"
-#include "split_norm.h"
+#include "common/model_axis_ops.h"
+#include "common/split_norm.h"
+#include "axis_names.h"
 
 namespace acc::spmd {
 
 namespace {
 
-const std::vector<std::string> kModel{"model"};
+const std::vector<std::string> kModel{kModelAxis};
 
 // "model.layers.12" -> ("model.layers", 12); -1 when the last part is not an index.
 std::pair<std::string, long> parent_and_index(const std::string& path) {
@@ -159,8 +160,8 @@ Tensor SplitLayers::call_layer(nn::Module& layer, const Tensor& x, const nn::Mod
   const size_t dim = dim_of(x);
   Tensor in = x;
   if (&layer == layers_.front()) {
-    extents_ = split_sizes(x.size(static_cast<int>(dim)), group_->size());  // fewer than ranks: some hold none
-    in = scatter_slices(x, static_cast<int>(dim), extents_, group_);
+    extents_ = parallel::split_sizes(x.size(static_cast<int>(dim)), group_->size());  // fewer than ranks: some hold none
+    in = parallel::scatter_slices(x, static_cast<int>(dim), extents_, group_);
   } else {
     ACC_CHECK(x.size(static_cast<int>(dim)) == local_extent(), "SPMD: split layers: a split layer got ",
               x.describe(), ", not this rank's ", local_extent(), " of ", describe(split_),
@@ -169,7 +170,7 @@ Tensor SplitLayers::call_layer(nn::Module& layer, const Tensor& x, const nn::Mod
   release_input();
   Tensor y = inner(in);
   release_input();
-  return &layer == layers_.back() ? gather_slices(y, static_cast<int>(dim), extents_, group_) : y;
+  return &layer == layers_.back() ? parallel::gather_slices(y, static_cast<int>(dim), extents_, group_) : y;
 }
 
 // The input of the column-parallel Linears that read one tensor in a split layer (q, k and v):
@@ -220,7 +221,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
     shared_input_ = std::make_shared<SharedInput>();
     shared_input_->split = x.detach();
     ACC_PROFILE("split_layers.gather_input");
-    shared_input_->gathered = joined_slices(shared_input_->split, dim, extents_, *group_);
+    shared_input_->gathered = parallel::joined_slices(shared_input_->split, dim, extents_, *group_);
   }
   auto shared = shared_input_;
   const bool input_grad = autograd::GradMode::is_enabled() && x.requires_grad();
@@ -236,7 +237,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
     const Tensor& w = ctx.saved[0];
     if (!shared->gathered.defined()) {
       ACC_PROFILE("split_layers.gather_input");
-      shared->gathered = joined_slices(shared->split, dim, extents, *group);
+      shared->gathered = parallel::joined_slices(shared->split, dim, extents, *group);
     }
     // The products in the dtype ops::linear computes them in (bf16 when either operand is),
     // with f32 results as its gradients have.
@@ -254,7 +255,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
       shared->grad = shared->grad.defined() ? autograd::sum_gradients(std::move(shared->grad), partial) : partial;
       if (--shared->pending == 0) {
         ACC_PROFILE("split_layers.reduce_scatter_input_grad");
-        grads[0] = summed_slice(shared->grad, dim, extents, *group);
+        grads[0] = parallel::summed_slice(shared->grad, dim, extents, *group);
         shared->grad = shared->gathered = Tensor();
       }
     }
@@ -264,7 +265,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
 }
 
 Tensor SplitLayers::scatter_partial_sums(const Tensor& y) {
-  return reduce_scatter_slices(y, static_cast<int>(dim_of(y)), extents_, group_);
+  return parallel::reduce_scatter_slices(y, static_cast<int>(dim_of(y)), extents_, group_);
 }
 
 Tensor SplitLayers::row_bias(const Tensor& bias) const { return local_parameter(bias); }
@@ -273,10 +274,10 @@ Tensor SplitLayers::local_parameter(const Tensor& p) const {
   if (split_ == SplitDim::hidden) {  // this rank's features; backward gathers the whole gradient
     ACC_CHECK(p.dim() == 1 && p.size(0) == whole_extent(), "SPMD: split layers: a parameter whole over `model` in a ",
               "layer split on the hidden dim is ", p.describe(), ", not [", whole_extent(), "]");
-    return scatter_slices(p, 0, extents_, group_);
+    return parallel::scatter_slices(p, 0, extents_, group_);
   }
   // Used on this rank's tokens: the gradient is a partial sum over the tokens.
-  return autograd::GradMode::is_enabled() ? enter_parallel_region(p, group_) : p;
+  return autograd::GradMode::is_enabled() ? parallel::enter_parallel_region(p, group_) : p;
 }
 
 Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<std::string>& names, const Tensor& x,
@@ -286,9 +287,9 @@ Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<
     ACC_CHECK(x.dim() >= 1 && x.size(-1) == local_extent(), "SPMD: split layers: ", m.type_name(), " got ",
               x.describe(), ", not this rank's ", local_extent(), " features of ", cols);
     if (const auto* layer_norm = dynamic_cast<const nn::LayerNorm*>(&m))
-      return split_layer_norm(x, local_parameter(m.param("weight")), local_parameter(m.param("bias")),
+      return parallel::split_layer_norm(x, local_parameter(m.param("weight")), local_parameter(m.param("bias")),
                               layer_norm->eps(), cols, group_);
-    return split_rms_norm(x, local_parameter(m.param("weight")), dynamic_cast<const nn::RMSNorm&>(m).eps(), cols,
+    return parallel::split_rms_norm(x, local_parameter(m.param("weight")), dynamic_cast<const nn::RMSNorm&>(m).eps(), cols,
                           group_);
   }
   if (!autograd::GradMode::is_enabled()) return inner(x);  // no gradient to reduce: the parameters as they are

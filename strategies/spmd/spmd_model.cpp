@@ -1,4 +1,5 @@
 #include "spmd_model.h"
+#include "axis_names.h"
 
 #include <cmath>
 
@@ -34,7 +35,7 @@ std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
 
 std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
   auto pieces = engine_->parameter_pieces();
-  const int model_ranks = mesh_->has_axis("model") ? mesh_->size("model") : 1;
+  const int model_ranks = mesh_->has_axis(kModelAxis) ? mesh_->size(kModelAxis) : 1;
   for (auto& piece : pieces)
     if (const auto* split = tensor_parallel_->split_of(piece.name)) {
       piece.shape = split->full_shape;

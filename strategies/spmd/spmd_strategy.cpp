@@ -10,6 +10,7 @@
 #include "fsdp/wrap_policy.h"
 #include "output_rules.h"
 #include "spmd_model.h"
+#include "axis_names.h"
 
 namespace acc::spmd {
 
@@ -17,7 +18,6 @@ namespace {
 
 // torchprime's name for the tensor-parallel axis: the same axis as `model`, in the mesh and the
 // rules, and named `model` from then on.
-constexpr const char* kTensorAxisAlias = "tensor";
 
 ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::string& rules_file) {
   std::vector<std::pair<std::string, Shape>> params;
@@ -26,9 +26,9 @@ ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::stri
   for (auto& [path, _] : model.named_modules())
     if (!path.empty()) modules.push_back(path);
   if (rules_file.empty())  // FSDPv2's default: every parameter split on its first dim over fsdp
-    return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), "fsdp");
+    return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), kFsdpAxis);
   ShardingRules rules = ShardingRules::from_file(rules_file);
-  rules.rename_axis(kTensorAxisAlias, "model");
+  rules.rename_axis(kTensorAxisAlias, kModelAxis);
   ResolvedSharding sharding = rules.resolve(params, modules, mesh.axis_names());
   for (const auto& warning : sharding.warnings) log::warn("{}", warning);
   // acc's modules return one tensor: `[0]` names it as the plain key does, and of the two the
@@ -48,7 +48,7 @@ std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
   std::set<std::string> whole;
   for (const auto& [name, spec] : sharding.parameters) {
     const auto axes = spec.axes();
-    if (std::find(axes.begin(), axes.end(), "fsdp") == axes.end()) whole.insert(name);
+    if (std::find(axes.begin(), axes.end(), kFsdpAxis) == axes.end()) whole.insert(name);
   }
   fsdp::UnitPlan replicated{"<whole over fsdp>", &model, {}, true};
   for (auto& plan : plans) {
@@ -78,14 +78,14 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
   const SpmdConfig& spmd = config.dist.spmd;
   std::vector<std::string> axes = spmd.axis_names;
   for (auto& axis : axes) {
-    ACC_CHECK(axis == "fsdp" || axis == "model" || axis == kTensorAxisAlias, "spmd_config.axis_names: '", axis,
+    ACC_CHECK(axis == kFsdpAxis || axis == kModelAxis || axis == kTensorAxisAlias, "spmd_config.axis_names: '", axis,
               "' is not an axis acc's SPMD engine runs: fsdp (data parallel, parameters sharded) "
               "and model (tensor parallel; torchprime's `tensor` is another name for it)");
-    if (axis == kTensorAxisAlias) axis = "model";
+    if (axis == kTensorAxisAlias) axis = kModelAxis;
   }
-  ACC_CHECK(std::count(axes.begin(), axes.end(), "model") <= 1,
+  ACC_CHECK(std::count(axes.begin(), axes.end(), kModelAxis) <= 1,
             "spmd_config.axis_names: `model` and `tensor` are two names of the tensor-parallel axis; name it once");
-  ACC_CHECK(std::find(axes.begin(), axes.end(), "fsdp") != axes.end(),
+  ACC_CHECK(std::find(axes.begin(), axes.end(), kFsdpAxis) != axes.end(),
             "spmd_config.axis_names: the mesh has no `fsdp` axis; SPMD splits batches and shards "
             "parameters over it (plain FSDPv2 is mesh_shape [", world->size(),
             ", 1] with axis_names [fsdp, model])");
@@ -98,19 +98,23 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   ACC_CHECK(model, name(), ": the model to wrap is null");
   const ResolvedSharding sharding = resolve(*model, *mesh_, config().dist.spmd.sharding_rules);
   fsdp::prepare_model(*model, config(), *world());
-  const auto& model_group = mesh_->has_axis("model") ? mesh_->group("model") : self_group_;
+  const auto& model_group = mesh_->has_axis(kModelAxis) ? mesh_->group(kModelAxis) : self_group_;
   auto tensor_parallel = std::make_unique<TensorParallel>(*model, sharding, model_group);
   check_output_rules(sharding, *model, *tensor_parallel, *mesh_);
   // Before any other wrapper (the engine's, the tensor-parallel ones): outermost.
   auto output_checks = check_outputs_at_calls(sharding, *model, tensor_parallel->split_layers());
   tensor_parallel->slice_parameters(*model);
 
-  const auto& fsdp_group = mesh_->group("fsdp");
+  const auto& fsdp_group = mesh_->group(kFsdpAxis);
   auto plans = fsdp::plan_units(*model, config().dist.fsdp, model->shared_parameters());
   auto whole = keep_whole_over_fsdp(plans, sharding, *model);
-  auto options = fsdp::engine_options(name(), config(), *model, {fsdp_group, self_group_},
-                                      {self_group_, fsdp_group}, /*reshard_after_forward=*/true,
-                                      fsdp_group->size());
+  auto options = fsdp::engine_options(
+      config(), *model,
+      {.strategy = name(),
+       .groups = {.shard = fsdp_group, .replicate = self_group_},
+       .replicated_groups = {.shard = self_group_, .replicate = fsdp_group},  // whole over fsdp
+       .reshard_after_forward = true,
+       .shard_size = fsdp_group->size()});
   // The fsdp axis alone splits the embedding and head by rows (FSDPv2 shards dim 0), as the
   // vocabulary-parallel units do; tensor parallelism splits the head over `model` itself.
   options.vocab_parallel = options.vocab_parallel && model_group->size() == 1;

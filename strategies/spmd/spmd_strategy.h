@@ -14,6 +14,7 @@
 
 #include "acc/strategy/strategy.h"
 #include "acc/spmd/mesh.h"
+#include "axis_names.h"
 
 namespace acc::spmd {
 
@@ -23,8 +24,8 @@ class SpmdStrategy final : public Strategy {
   void setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
              const Config& config) override;
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;
-  int data_parallel_rank() const override { return mesh_->coordinate("fsdp"); }
-  int data_parallel_size() const override { return mesh_->size("fsdp"); }
+  int data_parallel_rank() const override { return mesh_->coordinate(kFsdpAxis); }
+  int data_parallel_size() const override { return mesh_->size(kFsdpAxis); }
 
  private:
   std::shared_ptr<Mesh> mesh_;

@@ -6,8 +6,9 @@
 #include "acc/autograd/grad_mode.h"
 #include "acc/ops/ops.h"
 #include "acc/util/log.h"
-#include "fsdp/vocab_parallel.h"
-#include "model_axis_ops.h"
+#include "common/model_axis_ops.h"
+#include "common/vocab_parallel.h"
+#include "axis_names.h"
 
 namespace acc::spmd {
 
@@ -17,7 +18,7 @@ namespace {
 int model_dim(const std::string& name, const PartitionSpec& spec) {
   for (size_t d = 0; d < spec.dims.size(); ++d)
     for (const auto& axis : spec.dims[d])
-      if (axis == "model") {
+      if (axis == kModelAxis) {
         ACC_CHECK(spec.dims[d].size() == 1, "SPMD: ", name, " ", spec.to_string(),
                   ": tensor parallelism splits a dimension over `model` alone, not together with "
                   "another axis");
@@ -178,7 +179,7 @@ void TensorParallel::install() {
       hooks_.push_back(l.module->add_call_wrapper(
           [this, g = group_, split = l.in_split_layer](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
-            if (!split) return inner(enter_parallel_region(x, g));
+            if (!split) return inner(parallel::enter_parallel_region(x, g));
             return split_layers_->column_linear(x, m.param("weight"), m.has_param("bias") ? m.param("bias") : Tensor());
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
@@ -186,7 +187,7 @@ void TensorParallel::install() {
           [this, g = group_, split = l.in_split_layer](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
             const Tensor partial = ops::linear(x, m.param("weight"));
-            const Tensor y = split ? split_layers_->scatter_partial_sums(partial) : reduce_partial_sums(partial, g);
+            const Tensor y = split ? split_layers_->scatter_partial_sums(partial) : parallel::reduce_partial_sums(partial, g);
             if (!m.has_param("bias")) return y;
             return ops::add(y, split ? split_layers_->row_bias(m.param("bias")) : m.param("bias"));
           }));
@@ -195,10 +196,10 @@ void TensorParallel::install() {
   for (const auto& e : embeddings_) {
     if (e.width) {  // this rank's columns of every id, gathered; the gradient's columns go back
       hooks_.push_back(e.module->add_call_wrapper(
-          [this, g = group_, extents = split_sizes(e.extent, group_->size())](
+          [this, g = group_, extents = parallel::split_sizes(e.extent, group_->size())](
               nn::Module&, const Tensor& ids, const nn::Module::Inner& inner) {
             if (joined()) return inner(ids);
-            return gather_slices(inner(ids), -1, extents, g);
+            return parallel::gather_slices(inner(ids), -1, extents, g);
           }));
       continue;
     }
@@ -208,7 +209,7 @@ void TensorParallel::install() {
         [this, g = group_, vocab = e.extent, first = first_row(e.extent)](nn::Module& m, const Tensor& ids, const nn::Module::Inner& inner) {
           if (joined()) return inner(ids);
           const Tensor weight = m.param("weight");
-          return fsdp::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
+          return parallel::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
         }));
   }
   install_head();
@@ -217,15 +218,15 @@ void TensorParallel::install() {
 void TensorParallel::install_head() {
   if (vocab_parallel_head_)  // this rank's vocabulary columns; the hidden states' gradient summed
     head_owner_->set_head_logits([g = group_](const Tensor& hidden, const Tensor& weight) {
-      return ops::linear(enter_parallel_region(hidden, g), weight);
+      return ops::linear(parallel::enter_parallel_region(hidden, g), weight);
     });
   if (vocab_parallel_head_)
     // The loss on the split logits: each rank's vocabulary rows over the (replicated) tokens,
     // every row's softmax completed across the group; no rank holds [tokens, vocab].
     head_owner_->set_head_loss([g = group_, vocab = head_owner_->vocab_size(), first = first_row(head_owner_->vocab_size())](
                                    const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
-      const fsdp::VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
-      return fsdp::vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
+      const parallel::VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
+      return parallel::vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
     });
 }
 
@@ -258,7 +259,7 @@ void TensorParallel::restore_slices(models::Model& model, bool writeback) noexce
 }
 
 int64_t TensorParallel::first_row(int64_t extent) const {
-  const auto rows = split_sizes(extent, group_->size());
+  const auto rows = parallel::split_sizes(extent, group_->size());
   int64_t first = 0;
   for (int r = 0; r < group_->rank(); ++r) first += rows[static_cast<size_t>(r)];
   return first;
@@ -266,15 +267,15 @@ int64_t TensorParallel::first_row(int64_t extent) const {
 
 Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) const {
   autograd::NoGradGuard no_grad;
-  auto extents = split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
+  auto extents = parallel::split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
   for (int64_t& e : extents) e *= split.sections;  // each rank holds its rows of every section
-  return join_slices(all_gather_slices(slice, static_cast<size_t>(split.dim), extents, *group_), split);
+  return join_slices(parallel::all_gather_slices(slice, static_cast<size_t>(split.dim), extents, *group_), split);
 }
 
 ShardedModel::DimSlice TensorParallel::slice_held(const ModelAxisSplit& split) const {
   const int64_t section = split.full_shape[static_cast<size_t>(split.dim)] / split.sections;
   const int64_t first = first_row(section);
-  const int64_t rows = split_sizes(section, group_->size())[static_cast<size_t>(group_->rank())];
+  const int64_t rows = parallel::split_sizes(section, group_->size())[static_cast<size_t>(group_->rank())];
   ShardedModel::DimSlice slice{split.dim, {}};
   for (int64_t s = 0; s < split.sections; ++s)
     slice.blocks.emplace_back(s * section + first, s * section + first + rows);
@@ -283,7 +284,7 @@ ShardedModel::DimSlice TensorParallel::slice_held(const ModelAxisSplit& split) c
 
 Tensor take_slice(const Tensor& full, const ModelAxisSplit& split, int rank, int size) {
   autograd::NoGradGuard no_grad;
-  const auto extents = split_sizes(full.size(split.dim) / split.sections, size);
+  const auto extents = parallel::split_sizes(full.size(split.dim) / split.sections, size);
   std::vector<int64_t> sizes;  // section-major: each section's chunks in rank order
   for (int s = 0; s < split.sections; ++s) sizes.insert(sizes.end(), extents.begin(), extents.end());
   auto chunks = ops::split(full, sizes, split.dim);

@@ -7,8 +7,8 @@
 #include "acc/autograd/grad_mode.h"
 #include "acc/ops/ops.h"
 #include "acc/runtime/init.h"
-#include "spmd/model_axis_ops.h"
-#include "spmd/split_norm.h"
+#include "common/model_axis_ops.h"
+#include "common/split_norm.h"
 #include "support/test_support.h"
 
 namespace acc::test {
@@ -32,15 +32,15 @@ Result run(bool layer, bool split, DType dtype) {
   const auto group = acc::world_ptr();
   const Tensor x = leaf({2, kRows / 2, kCols}, "x", dtype), gamma = leaf({kCols}, "gamma"), beta = leaf({kCols}, "beta");
   const Tensor w = Tensor::randn({2, kRows / 2, kCols}, 8, "w");
-  const auto extents = spmd::split_sizes(kCols, group->size());
+  const auto extents = parallel::split_sizes(kCols, group->size());
   Tensor y;
   if (split) {
-    auto mine = [&](const Tensor& t) { return spmd::scatter_slices(t, -1, extents, group); };
-    const Tensor local = layer ? spmd::split_layer_norm(mine(x), mine(gamma), mine(beta), 1e-5, kCols, group)
-                               : spmd::split_rms_norm(mine(x), mine(gamma), 1e-6, kCols, group);
+    auto mine = [&](const Tensor& t) { return parallel::scatter_slices(t, -1, extents, group); };
+    const Tensor local = layer ? parallel::split_layer_norm(mine(x), mine(gamma), mine(beta), 1e-5, kCols, group)
+                               : parallel::split_rms_norm(mine(x), mine(gamma), 1e-6, kCols, group);
     ops::sum(ops::mul(local, mine(w))).backward();  // each rank's part of L: the sum is over the ranks
     autograd::NoGradGuard no_grad;
-    y = spmd::gather_slices(local, -1, extents, group);
+    y = parallel::gather_slices(local, -1, extents, group);
   } else {
     y = layer ? ops::layer_norm(x, gamma, beta, 1e-5) : ops::rms_norm(x, gamma, 1e-6);
     ops::sum(ops::mul(y, w)).backward();
@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(Norms, SplitNorm,
 
 TEST(SplitNorm, ColumnsMustFitTheRow) {
   const Tensor x = Tensor::randn({2, 4}, 1, "x"), gamma = Tensor::full({4}, 1.0);
-  EXPECT_NE(error_of([&] { spmd::split_rms_norm(x, gamma, 1e-6, 3, acc::world_ptr()); }).find("fewer than"),
+  EXPECT_NE(error_of([&] { parallel::split_rms_norm(x, gamma, 1e-6, 3, acc::world_ptr()); }).find("fewer than"),
             std::string::npos);
 }
 

@@ -26,7 +26,7 @@
 #include "acc/distributed/process_group.h"
 #include "acc/tensor/tensor.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 Tensor enter_parallel_region(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group);
 Tensor reduce_partial_sums(const Tensor& x, const std::shared_ptr<dist::ProcessGroup>& group);
@@ -57,4 +57,4 @@ Tensor summed_slice(const Tensor& x, size_t dim, const std::vector<int64_t>& ext
 std::vector<Tensor> all_gather_slices(const Tensor& mine, size_t dim, const std::vector<int64_t>& extents,
                                       dist::ProcessGroup& group);
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

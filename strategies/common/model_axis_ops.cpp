@@ -5,7 +5,7 @@
 #include "acc/autograd/function.h"
 #include "acc/ops/ops.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 namespace {
 
@@ -140,4 +140,4 @@ std::vector<int64_t> split_sizes(int64_t extent, int ranks) {
   return sizes;
 }
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

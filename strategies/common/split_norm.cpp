@@ -12,7 +12,7 @@
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 namespace {
 
@@ -147,4 +147,4 @@ Tensor split_rms_norm(const Tensor& x, const Tensor& gamma, double eps, int64_t 
   return split_norm(Norm::rms, x, gamma, Tensor(), eps, cols, group);
 }
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

@@ -26,7 +26,7 @@
 #include "acc/distributed/process_group.h"
 #include "acc/tensor/tensor.h"
 
-namespace acc::fsdp {
+namespace acc::parallel {
 
 // This rank's rows [first, first + weight.size(0)) of a [vocab, C] weight.
 struct VocabShard {
@@ -59,4 +59,4 @@ Tensor vocab_parallel_embedding(const VocabShard& shard, const Tensor& ids);
 Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden, const Tensor& labels,
                            int32_t ignore_index);
 
-}  // namespace acc::fsdp
+}  // namespace acc::parallel

@@ -18,7 +18,7 @@
 #include "acc/distributed/process_group.h"
 #include "acc/tensor/tensor.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 // `cols` is the whole row's C; x's last dim is this rank's share of it.
 Tensor split_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, int64_t cols,
@@ -26,4 +26,4 @@ Tensor split_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta
 Tensor split_rms_norm(const Tensor& x, const Tensor& gamma, double eps, int64_t cols,
                       const std::shared_ptr<dist::ProcessGroup>& group);
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

@@ -21,7 +21,7 @@
 #include "acc/util/profiler.h"
 #include "acc/util/strings.h"
 
-namespace acc::fsdp {
+namespace acc::parallel {
 
 namespace {
 
@@ -322,4 +322,4 @@ Tensor vocab_parallel_loss(const VocabShard& shard, const Tensor& hidden_in, con
                                   {.always_record = shard.trainable && shard.deliver != nullptr});
 }
 
-}  // namespace acc::fsdp
+}  // namespace acc::parallel

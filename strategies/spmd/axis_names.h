@@ -1,0 +1,12 @@
+#pragma once
+// The mesh axes the SPMD strategy runs, by name: spmd_config.axis_names and the rules files use
+// them, and torchprime's `tensor` is read as `model`.
+#include <string>
+
+namespace acc::spmd {
+
+inline const std::string kFsdpAxis = "fsdp";          // data parallel, FSDP over the engine
+inline const std::string kModelAxis = "model";        // tensor parallel
+inline const std::string kTensorAxisAlias = "tensor";  // torchprime's name for `model`
+
+}  // namespace acc::spmd
