@@ -1,11 +1,13 @@
 #include "fsdp_strategy.h"
 
 #include "acc/distributed/single_process_group.h"
-#include "acc/distributed/subgroups.h"
 #include "acc/util/log.h"
 #include "engine_setup.h"
 
 namespace acc::fsdp {
+namespace {
+const std::string kReplicateAxis = "replicate", kShardAxis = "shard";
+}  // namespace
 
 void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
                          const dist::Topology& topology, const Config& config) {
@@ -21,10 +23,9 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   ACC_CHECK(shard_size_ <= n && n % shard_size_ == 0, "fsdp_config.fsdp_size: ", name(),
             " shards over groups of ", shard_size_, " ranks, which does not divide the ", n,
             " ranks of the job", is_hybrid(setting_) ? " (hybrid: ranks per node, see ACC_RANKS_PER_NODE)" : "");
-  // Row-major mesh [replicas, shard]: shard groups are consecutive ranks (one node).
-  const std::vector<int> mesh{n / shard_size_, shard_size_};
-  shard_group_ = dist::mesh_axis_group(*world, mesh, 1);
-  replicate_group_ = dist::mesh_axis_group(*world, mesh, 0);
+  // Row-major [replicas, shard]: shard groups are consecutive ranks (one node).
+  mesh_ = std::make_shared<Mesh>(world, std::vector<int>{n / shard_size_, shard_size_},
+                                 std::vector<std::string>{kReplicateAxis, kShardAxis});
   self_group_ = std::make_shared<dist::SingleProcessGroup>(world->name() + "/self", world->world_ranks()[world->rank()]);
 }
 
@@ -35,12 +36,12 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   EngineOptions options = engine_options(
       config(), *model,
       {.strategy = name(),
-       .groups = {.shard = shard_group_, .replicate = replicate_group_},
+       .groups = {.shard = mesh_->group(kShardAxis), .replicate = mesh_->group(kReplicateAxis)},
        .replicated_groups = {.shard = self_group_, .replicate = world()},  // every rank, whole
        .reshard_after_forward = reshards_after_forward(setting_),
        .shard_size = shard_size_});
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
-             shard_size_, replicate_group_->size());
+             shard_size_, mesh_->size(kReplicateAxis));
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));
 }
 

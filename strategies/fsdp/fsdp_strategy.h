@@ -9,6 +9,7 @@
 //   NO_SHARD             this rank                every rank         -
 //   HYBRID_SHARD         the node (or fsdp.size)  across nodes       yes
 //   HYBRID_SHARD_ZERO2   the node (or fsdp.size)  across nodes       no
+#include "acc/distributed/mesh.h"
 #include "acc/strategy/strategy.h"
 
 namespace acc::fsdp {
@@ -29,7 +30,8 @@ class FsdpStrategy final : public Strategy {
  private:
   ShardingStrategy setting_;
   int shard_size_ = 1;
-  std::shared_ptr<dist::ProcessGroup> shard_group_, replicate_group_, self_group_;
+  std::shared_ptr<Mesh> mesh_;  // (replicate, shard), row-major: shard groups are consecutive ranks
+  std::shared_ptr<dist::ProcessGroup> self_group_;
 };
 
 }  // namespace acc::fsdp

@@ -5,7 +5,7 @@
 
 #include "acc/autograd/hooks.h"
 #include "acc/models/model.h"
-#include "acc/spmd/mesh.h"
+#include "acc/distributed/mesh.h"
 #include "acc/spmd/sharding_rules.h"
 #include "tensor_parallel.h"
 

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "acc/config/config.h"
-#include "acc/spmd/mesh.h"
+#include "acc/distributed/mesh.h"
 #include "acc/tensor/tensor.h"
 
 namespace acc::spmd {

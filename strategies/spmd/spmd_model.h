@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "acc/spmd/mesh.h"
+#include "acc/distributed/mesh.h"
 #include "fsdp/fsdp_model.h"
 #include "output_sharding.h"
 #include "tensor_parallel.h"

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "acc/strategy/strategy.h"
-#include "acc/spmd/mesh.h"
+#include "acc/distributed/mesh.h"
 #include "axis_names.h"
 
 namespace acc::spmd {

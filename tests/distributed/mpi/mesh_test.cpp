@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "acc/runtime/init.h"
-#include "acc/spmd/mesh.h"
+#include "acc/distributed/mesh.h"
 #include "support/test_support.h"
 
 namespace acc::test {

@@ -1,4 +1,4 @@
-#include "acc/spmd/mesh.h"
+#include "acc/distributed/mesh.h"
 
 #include <algorithm>
 #include <set>
