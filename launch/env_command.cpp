@@ -69,11 +69,8 @@ int run_env(const std::vector<std::string>& args) {
   std::cout << "- plugin folders:";
   for (const auto& f : registry.search_folders()) std::cout << " " << f;
   std::cout << "\n";
-  try {
-    registry.load_all();
-  } catch (const std::exception& e) {
-    std::cout << "- plugins: loading failed: " << e.what() << "\n";
-  }
+  registry.load_all();
+  for (const auto& why : registry.load_failures()) std::cout << "- plugin failed to load: " << why << "\n";
   for (const auto& p : registry.loaded())
     std::cout << "- plugin " << p.name << ": " << p.path << " (plugin API version " << p.api_version << ")\n";
   std::cout << "- strategies:";
@@ -81,12 +78,7 @@ int run_env(const std::vector<std::string>& args) {
   std::cout << "\n- comm backends:";
   for (const auto& n : registry.comm_backend_names()) std::cout << " " << n;
   std::cout << "\n";
-  std::vector<std::shared_ptr<const OptionSection>> sections;
-  try {
-    sections = registry.sections();
-  } catch (const std::exception&) {  // the plugin that failed to load was named above
-  }
-  for (const auto& section : sections) {
+  for (const auto& section : registry.sections()) {
     std::cout << "- option section " << section->name << " (strategies: " << util::join(section->strategies) << "):\n";
     for (const auto& spec : section->options)
       std::cout << "    " << spec.key << ": " << spec.default_value << "  # " << spec.help << "\n";

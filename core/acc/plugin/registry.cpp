@@ -63,6 +63,12 @@ namespace {
 
 std::string Registry::file_name(const std::string& name) { return "libacc_plugin_" + name + ".so"; }
 
+std::string Registry::failures_suffix() const {
+  std::string out;
+  for (const auto& [file, why] : failures_) out += "; a plugin failed to load: " + why;
+  return out;
+}
+
 std::string Registry::owner() const {
   if (!loading_) return "the program itself";
   return "plugin '" + loading_->info.name + "' (" + loading_->info.path + ")";
@@ -219,7 +225,13 @@ void Registry::load_all() {
           file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
       bool have = false;  // an earlier folder wins, as in load()
       for (const auto& entry : plugins_) have = have || entry->info.name == name;
-      if (!have) load_file_locked(item.path().string());
+      if (have || failures_.count(item.path().string())) continue;
+      try {
+        load_file_locked(item.path().string());
+      } catch (const Error& e) {
+        log::warn("{} (the other plugins are loaded)", e.what());
+        failures_[item.path().string()] = e.what();
+      }
     }
   }
 }
@@ -245,10 +257,17 @@ std::unique_ptr<Strategy> Registry::make_strategy(const std::string& name) {
     if (!strategies_.count(name)) load_all();
     ACC_CHECK(strategies_.count(name), "strategy '", name, "' is not registered; known ",
               "strategies: ", listed(keys(strategies_)), " (plugins are searched in ",
-              listed(search_folders()), ")");
+              listed(search_folders()), ")", failures_suffix());
     factory = strategies_.at(name);
   }
   return factory();
+}
+
+std::vector<std::string> Registry::load_failures() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [file, why] : failures_) out.push_back(why);
+  return out;
 }
 
 std::vector<LoadedPlugin> Registry::loaded() const {

@@ -62,8 +62,11 @@ class Registry : public OptionSectionSource {
   // Loading the same file again is a no-op. Errors name the file and the reason.
   const LoadedPlugin& load_file(const std::string& path);
   const LoadedPlugin& load(const std::string& name);
-  // Loads every libacc_plugin_*.so in the search folders (first one found per name).
+  // Loads every libacc_plugin_*.so in the search folders (first one found per name). A file
+  // that fails to load does not stop the others: its error is logged once and kept in
+  // load_failures(), and lookups that find nothing name it.
   void load_all();
+  std::vector<std::string> load_failures() const;
 
   std::vector<std::string> search_folders() const;
   std::vector<LoadedPlugin> loaded() const;
@@ -81,6 +84,7 @@ class Registry : public OptionSectionSource {
   struct Entry;
   const LoadedPlugin& load_file_locked(const std::string& path);
   std::string owner() const;
+  std::string failures_suffix() const;  // "; a plugin failed to load: ..." for each, or empty
 
   mutable std::recursive_mutex mutex_;  // register functions call back in while loading
   std::map<std::string, CommBackendFactory> comm_backends_;
@@ -88,6 +92,7 @@ class Registry : public OptionSectionSource {
   std::map<std::string, std::shared_ptr<const OptionSection>> option_sections_;
   std::map<std::string, std::string> owners_;  // "strategy fsdp" -> who registered it
   std::vector<std::unique_ptr<Entry>> plugins_;
+  std::map<std::string, std::string> failures_;  // plugin file -> why it did not load (load_all)
   const Entry* loading_ = nullptr;  // the plugin whose register function is running
 };
 

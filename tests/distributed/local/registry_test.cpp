@@ -65,6 +65,19 @@ TEST(Registry, UnknownStrategyListsKnownOnes) {
                    {"strategy 'no_such_strategy' is not registered", "third_party_mirror"});
 }
 
+// A broken plugin file in the search folders does not hide the others: they load, and a
+// strategy that is found nowhere names the file that failed.
+TEST(Registry, ABrokenPluginDoesNotStopTheOthers) {
+  PluginPath path(std::string(ACC_TEST_PLUGIN_DIR) + "/future_api:" + ACC_TEST_PLUGIN_DIR + "/third_party");
+  Registry registry;
+  EXPECT_EQ(registry.make_strategy("third_party_mirror")->name(), "third_party_mirror");
+  ASSERT_EQ(registry.load_failures().size(), 1u);
+  EXPECT_NE(registry.load_failures()[0].find("libacc_plugin_future_api.so"), std::string::npos);
+  EXPECT_ACC_ERROR(registry.make_strategy("no_such_strategy"),
+                   {"strategy 'no_such_strategy' is not registered", "third_party_mirror",
+                    "a plugin failed to load", "libacc_plugin_future_api.so", "plugin API version"});
+}
+
 TEST(Registry, MissingEntryPointIsNamed) {
   Registry registry;
   EXPECT_ACC_ERROR(registry.load_file(plugin_file("no_entry")),
