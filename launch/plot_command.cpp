@@ -29,8 +29,12 @@ std::string plot_script(const std::string& run_dir) {
 }
 
 int run_plot(const std::vector<std::string>& args) {
-  ACC_CHECK(args.size() == 1 && args[0].rfind("--", 0) != 0,
-            "usage: accelerate plot RUN_DIR (a folder holding metrics.csv, e.g. runs/train_gpt2)");
+  constexpr const char* kUsage = "usage: accelerate plot RUN_DIR (a folder holding metrics.csv, e.g. runs/train_gpt2)";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage << "\n  writes RUN_DIR/loss.png and RUN_DIR/throughput.png with gnuplot\n";
+    return 0;
+  }
+  ACC_CHECK(args.size() == 1 && args[0].rfind("--", 0) != 0, kUsage);
   const std::string dir = args[0];
   ACC_CHECK(std::filesystem::is_regular_file(dir + "/metrics.csv"), "no metrics.csv in ", dir,
             " (the training programs write it into --run_dir)");

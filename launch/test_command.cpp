@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 
 #include "acc/util/error.h"
 #include "launch_command.h"
@@ -9,6 +10,13 @@
 namespace acc::cli {
 
 int run_test(const std::vector<std::string>& args) {
+  if (std::find_if(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) !=
+      args.end()) {
+    std::cout << "usage: accelerate test [--num_processes N] [--config_file F] [--<config key> VALUE ...]\n"
+                 "  a few steps of a small GPT-2 on 2 ranks (or N) with the config accelerate launch would\n"
+                 "  use, compared with one process; prints PASS or what differs\n";
+    return 0;
+  }
   const auto self = std::filesystem::read_symlink("/proc/self/exe");
   const auto selftest = self.parent_path() / "acc_selftest";
   ACC_CHECK(std::filesystem::is_regular_file(selftest), "accelerate test: ", selftest.string(),

@@ -205,3 +205,10 @@ TEST_F(LmProgram, Bf16ComputeTrains) {
 
 }  // namespace
 }  // namespace acc
+
+TEST(LmProgramOutput, ValLossSaysAboveOrBelowTheUnigramModel) {
+  EXPECT_EQ(acc::train::describe_val_loss(6.8038, 7.4159), "val loss 6.8038 (unigram 7.4159, 0.61 nats below)");
+  // A loss above the baseline is "above", never a negative "below" (10.1631 vs 7.4159 once read
+  // "-2.75 nats below").
+  EXPECT_EQ(acc::train::describe_val_loss(10.1631, 7.4159), "val loss 10.1631 (unigram 7.4159, 2.75 nats above)");
+}

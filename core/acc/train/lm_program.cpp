@@ -306,7 +306,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   }
   if (bar) bar->close();
   say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +
-      format("val loss %.4f (unigram %.4f, %.2f nats below); ", val, unigram_val, unigram_val - val) +
+      describe_val_loss(val, unigram_val) + "; " +
       format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s", meter.tokens_per_second(), 100 * meter.mfu(), peak));
   if (!o.save.empty()) {
     auto trained = make_model(o.config, o.seed);  // a whole f32 copy: the file holds the masters
@@ -324,6 +324,11 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
 }
 
 }  // namespace
+
+std::string describe_val_loss(double val, double unigram) {
+  return format("val loss %.4f (unigram %.4f, %.2f nats ", val, unigram, std::abs(unigram - val)) +
+         (val <= unigram ? "below)" : "above)");
+}
 
 double unigram_entropy(std::span<const int32_t> tokens) {
   const auto counts = token_counts(tokens);
