@@ -17,6 +17,12 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -G Ninja
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release ${sanitize_flags})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# The installed command works from this prefix with no LD_LIBRARY_PATH: it finds libacc and the
+# plugins beside it, and launches the consumer on 2 ranks.
+set(installed ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${WORK_DIR}/prefix/bin/accelerate)
+run(${installed} env)
+run(${installed} config validate ${CONSUMER_SOURCE_DIR}/../../../configs/fsdp_full_shard.yaml)
+run(${installed} launch --num_processes 2 ${WORK_DIR}/build/consumer)
 # A strategy plugin built the same way: only the installed headers and libacc.
 run(${CMAKE_COMMAND} -S ${PLUGIN_SOURCE_DIR} -B ${WORK_DIR}/diloco -G Ninja
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release ${sanitize_flags})
