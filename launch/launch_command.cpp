@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <ranges>
+#include <sstream>
 #include <optional>
 #include <iostream>
 #include <thread>
@@ -55,10 +56,25 @@ constexpr int kHostTimeoutSeconds = 10;
 // mpirun's pid while it runs, for the signal handler.
 std::atomic<pid_t> g_mpirun{0};
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};  // the signal that interrupted the launch
 
 extern "C" void forward_signal(int sig) {
   g_interrupted = true;
+  g_signal = sig;
   if (const pid_t pid = g_mpirun.load(); pid > 0) ::kill(pid, sig);  // mpirun stops the ranks
+}
+
+// True when `program` is an executable file (a path) or a command on PATH, as a shell finds it.
+bool is_executable_here(const std::string& program) {
+  auto runnable = [](const std::filesystem::path& p) {
+    return std::filesystem::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) return runnable(program);
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "");
+  for (std::string folder; std::getline(folders, folder, ':');)
+    if (runnable(std::filesystem::path(folder.empty() ? "." : folder) / program)) return true;
+  return false;
 }
 
 // One run of mpirun: its output rewritten per rank; returns its exit code.
@@ -272,6 +288,11 @@ int run_launch(const std::vector<std::string>& args) {
     std::cout << '\n';
     return 0;
   }
+  if (!is_executable_here(o.program.front())) {
+    std::cerr << "accelerate launch: error: program '" << o.program.front()
+              << "' not found (not an executable file, nor a command on PATH)\n";
+    return 127;  // the shell's "command not found"
+  }
   for (const Host& h : r.hosts) check_reachable(h, kHostTimeoutSeconds);
   // The ranks read exactly what was printed: the file itself when nothing was overridden.
   std::optional<TempConfigFile> resolved;
@@ -289,7 +310,10 @@ int run_launch(const std::vector<std::string>& args) {
       std::cerr << "accelerate launch: the job failed (exit code " << code << "); restart "
                 << attempt + 1 << " of " << o.max_restarts << "\n";
   }
-  if (g_interrupted) std::cerr << "accelerate launch: interrupted; every rank was stopped\n";
+  if (g_interrupted) {
+    std::cerr << "accelerate launch: interrupted; every rank was stopped\n";
+    return 128 + g_signal.load();  // the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+  }
   return code;
 }
 

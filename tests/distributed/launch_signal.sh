@@ -1,6 +1,6 @@
 #!/bin/sh
 # launch_signal.sh ACCELERATE: SIGTERM (and SIGINT) to `accelerate launch` stops every rank
-# within seconds and leaves no process behind.
+# within seconds, leaves no process behind, and exits 128 + the signal (143, 130).
 set -u
 accelerate=$1
 marker=3600.25  # the ranks sleep this long: a name no other process has
@@ -20,6 +20,10 @@ for sig in TERM INT; do
   if kill -0 $launcher 2>/dev/null; then
     echo "FAIL: accelerate launch still runs 10 s after SIG$sig"; pkill -9 -f "sleep $marker"; kill -9 $launcher; exit 1
   fi
+  wait $launcher
+  status=$?
+  case $sig in TERM) want=143 ;; INT) want=130 ;; esac  # 128 + the signal, the shell's convention
+  [ "$status" -eq "$want" ] || { echo "FAIL: accelerate launch exited $status after SIG$sig, expected $want"; exit 1; }
   sleep 0.5
   if pgrep -f "sleep $marker" >/dev/null; then
     echo "FAIL: ranks survived SIG$sig"; pkill -9 -f "sleep $marker"; exit 1
