@@ -282,12 +282,20 @@ void CommEngine::thread_main() {
           !running_here_.load(std::memory_order_acquire))
         break;
     }
+    // Once a communication failed, nothing queued starts: each task fails at once with the
+    // first failure, instead of waiting out a timeout of its own behind the missing peer.
+    auto fail_unstarted = [&](Task& task, const std::string& failed) {
+      if (task.collective) collectives_taken_.fetch_sub(1, std::memory_order_release);
+      task.work->mark_failed(task.work->description() +
+                             ": not started because an earlier communication failed: " + failed);
+    };
+    if (const std::string failed = broken(); !failed.empty()) {
+      for (Task& task : waiting) fail_unstarted(task, failed);
+      waiting.clear();
+    }
     for (Task& task : incoming) {
       if (const std::string failed = broken(); !failed.empty()) {
-        if (task.collective) collectives_taken_.fetch_sub(1, std::memory_order_release);
-        task.work->mark_failed(task.work->description() +
-                               ": not started because an earlier communication failed: " +
-                               failed);
+        fail_unstarted(task, failed);
       } else if (task.collective) {
         waiting.push_back(std::move(task));
       } else {
