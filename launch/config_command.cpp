@@ -218,8 +218,7 @@ Config default_config(const Machine& m) {
   c.compute.bf16 = m.native_bf16;
   if (m.cores > 1) {
     c.dist.distributed_type = DistributedType::FSDP;
-    c.set("fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");
-    c.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
+    c.set("fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");  // the model's own blocks
   }
   return c;
 }
@@ -237,8 +236,8 @@ Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
     d.key(c, "Auto wrap policy: TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP or NO_WRAP?", "fsdp_auto_wrap_policy",
           "TRANSFORMER_BASED_WRAP");
     if (c.dist.fsdp.auto_wrap_policy == WrapPolicy::TRANSFORMER_BASED_WRAP)
-      d.key(c, "Block classes to wrap, comma-separated (the training programs use their own)?",
-            "fsdp_transformer_layer_cls_to_wrap", "GPT2Block");
+      d.key(c, "Block classes to wrap, comma-separated (empty line: the blocks the model declares)?",
+            "fsdp_transformer_layer_cls_to_wrap", "\"\"");
     if (c.dist.fsdp.auto_wrap_policy == WrapPolicy::SIZE_BASED_WRAP)
       d.key(c, "Minimum parameters per unit?", "fsdp_min_num_params", "100000000");
     d.key(c, "Backward prefetch: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH?", "fsdp_backward_prefetch",

@@ -65,7 +65,6 @@ int main(int argc, char** argv) {
   acc::Session session(argc, argv);
   return acc::train::run_program("acc_selftest", [] {
     acc::Config config = acc::Config::load();
-    if (config.dist.fsdp.wrap_layer_cls.empty()) config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
     acc::data::DataLoader all(std::make_shared<Tokens>(), {.batch_size = kBatch, .prefetch = 0});
     auto [sharded, loader] = acc::accelerate(small_gpt2(), all, config);
     const auto losses = train(*sharded, loader, acc::world());

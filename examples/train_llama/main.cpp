@@ -8,5 +8,5 @@
 int main(int argc, char** argv) {
   return acc::train::lm_main(argc, argv, "train_llama", [](const std::string& config, uint64_t seed) {
     return std::make_shared<acc::models::Llama>(acc::models::LlamaConfig::from_name_or_file(config), seed);
-  }, "LlamaDecoderLayer");
+  });
 }

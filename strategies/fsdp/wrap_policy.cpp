@@ -36,7 +36,18 @@ std::vector<std::string> size_based(nn::Module& root, int64_t min_num_params) {
   return units;
 }
 
-std::vector<std::string> by_class(nn::Module& root, const std::vector<std::string>& classes) {
+// The named classes, or the model's own blocks when none is named.
+std::vector<std::string> classes_to_wrap(const nn::Module& root, const std::vector<std::string>& named) {
+  if (!named.empty()) return named;
+  auto blocks = root.block_types();
+  ACC_CHECK(!blocks.empty(), "fsdp_transformer_layer_cls_to_wrap: TRANSFORMER_BASED_WRAP names no class "
+            "and ", root.type_name(), " declares no blocks of its own (Module::block_types); name the "
+            "module classes to wrap");
+  return blocks;
+}
+
+std::vector<std::string> by_class(nn::Module& root, const std::vector<std::string>& named) {
+  const auto classes = classes_to_wrap(root, named);
   std::vector<std::string> units;
   std::set<std::string> present, matched;
   for (auto& [name, module] : root.named_modules()) {
@@ -49,8 +60,10 @@ std::vector<std::string> by_class(nn::Module& root, const std::vector<std::strin
     if (matched.count(cls)) continue;
     std::ostringstream os;
     for (const auto& t : present) os << (os.tellp() ? ", " : "") << t;
+    const bool policy_name = cls.find("_WRAP") != std::string::npos;
     ACC_FAIL("fsdp_transformer_layer_cls_to_wrap: class '", cls, "' matches no module of ",
-             root.type_name(), "; its module types are: ", os.str());
+             root.type_name(), "; its module types are: ", os.str(),
+             policy_name ? " ('" + cls + "' is a value of fsdp_auto_wrap_policy, not a class)" : "");
   }
   return units;
 }

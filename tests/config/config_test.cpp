@@ -54,7 +54,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
     EXPECT_EQ(c.dist.num_machines, 1);
     EXPECT_FALSE(c.compute.bf16);
     EXPECT_EQ(c.dist.fsdp.effective_wrap_policy(), WrapPolicy::TRANSFORMER_BASED_WRAP);
-    EXPECT_EQ(c.dist.fsdp.wrap_layer_cls, std::vector<std::string>{"GPT2Block"});
+    EXPECT_TRUE(c.dist.fsdp.wrap_layer_cls.empty());  // the model's own blocks
     EXPECT_EQ(c.strategy_name(), to_string(strategy));
     EXPECT_NO_THROW(c.validate());
     ++checked;
@@ -152,7 +152,7 @@ TEST(Config, EffectiveWrapPolicy) {
 TEST(Config, ACallableWrapPolicyDecidesAndComparesBySetOrNot) {
   Config with, other;
   with.dist.distributed_type = DistributedType::FSDP;
-  with.dist.fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;  // no classes: invalid alone
+  with.dist.fsdp.auto_wrap_policy = WrapPolicy::SIZE_BASED_WRAP;  // no size: invalid alone
   with.dist.fsdp.auto_wrap_policy_set = true;
   EXPECT_THROW(with.validate(), Error);
   with.dist.fsdp.wrap_fn.fn = [](const nn::Module&, const std::string&) { return false; };
@@ -186,13 +186,10 @@ TEST(Config, ValidateNamesTheYamlKey) {
                    {"fsdp_config.fsdp_size: must be >= 0 (got -2)"});
   EXPECT_ACC_ERROR(with([](Config& c) { c.dist.fsdp.min_num_params = -5; }).validate(),
                    {"fsdp_config.fsdp_min_num_params: must be >= 0 (got -5)"});
-  EXPECT_ACC_ERROR(
-      with([](Config& c) {
-        c.dist.fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
-        c.dist.fsdp.auto_wrap_policy_set = true;
-      }).validate(),
-      {"fsdp_config.fsdp_transformer_layer_cls_to_wrap: TRANSFORMER_BASED_WRAP needs at least one "
-       "class name"});
+  EXPECT_NO_THROW(with([](Config& c) {  // no class named: the model's own blocks
+                    c.dist.fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
+                    c.dist.fsdp.auto_wrap_policy_set = true;
+                  }).validate());
   EXPECT_ACC_ERROR(with([](Config& c) {
                      c.dist.fsdp.auto_wrap_policy = WrapPolicy::SIZE_BASED_WRAP;
                      c.dist.fsdp.auto_wrap_policy_set = true;

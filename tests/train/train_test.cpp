@@ -146,8 +146,7 @@ class LmProgram : public ::testing::Test {
                           [](const std::string& config, uint64_t seed) {
                             return std::make_shared<models::GPT2>(
                                 models::GPT2Config::from_name_or_file(config), seed);
-                          },
-                          "GPT2Block");
+                          });
   }
 
   std::unique_ptr<models::GPT2> load(const std::filesystem::path& file) {
@@ -183,6 +182,23 @@ TEST_F(LmProgram, WrapsItsBlocksUnlessTheConfigWrapsBySize) {
   EXPECT_NE(first_line({"--steps", "1", "--config_file", (dir_ / "size.yaml").string()})
                 .find("SIZE_BASED_WRAP"),
             std::string::npos);
+}
+
+// The classes a config names are the user's: a class the model lacks is an error, not replaced.
+TEST_F(LmProgram, KeepsTheWrapClassesTheConfigNames) {
+  auto error_of = [&](const std::string& classes) {
+    std::ofstream(dir_ / "wrap.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                         "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                                         "  fsdp_transformer_layer_cls_to_wrap: " << classes << "\n";
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(run({"--steps", "1", "--config_file", (dir_ / "wrap.yaml").string()}), 1);
+    return ::testing::internal::GetCapturedStderr();
+  };
+  const std::string foo = error_of("FooBlock");
+  EXPECT_NE(foo.find("class 'FooBlock' matches no module of GPT2"), std::string::npos) << foo;
+  const std::string policy = error_of("TRANSFORMER_BASED_WRAP");
+  EXPECT_NE(policy.find("'TRANSFORMER_BASED_WRAP' is a value of fsdp_auto_wrap_policy, not a class"),
+            std::string::npos) << policy;
 }
 
 TEST_F(LmProgram, SaveThenInitFromResumesTheWeights) {

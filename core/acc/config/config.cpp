@@ -73,9 +73,6 @@ void Config::validate() const {
   check_at_least("fsdp_config.fsdp_size", f.size, 0);
   check_at_least("fsdp_config.fsdp_min_num_params", f.min_num_params, int64_t{0});
   const WrapPolicy policy = f.effective_wrap_policy();
-  ACC_CHECK(
-      f.wrap_fn || policy != WrapPolicy::TRANSFORMER_BASED_WRAP || !f.wrap_layer_cls.empty(),
-      "fsdp_config.fsdp_transformer_layer_cls_to_wrap: TRANSFORMER_BASED_WRAP needs at least one class name");
   ACC_CHECK(f.wrap_fn || policy != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
             "fsdp_config.fsdp_min_num_params: SIZE_BASED_WRAP needs a value > 0");
   if (dist.distributed_type == DistributedType::SPMD) validate_spmd(dist.spmd);

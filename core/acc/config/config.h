@@ -87,7 +87,9 @@ struct FsdpConfig {
   // when min_num_params > 0, NO_WRAP (one unit, the whole model) otherwise.
   WrapPolicy auto_wrap_policy = WrapPolicy::NO_WRAP;
   bool auto_wrap_policy_set = false;          // true when a file or the user chose the policy
-  std::vector<std::string> wrap_layer_cls;   // fsdp_transformer_layer_cls_to_wrap
+  // fsdp_transformer_layer_cls_to_wrap; empty under TRANSFORMER_BASED_WRAP: the model's own
+  // blocks (nn::Module::block_types).
+  std::vector<std::string> wrap_layer_cls;
   int64_t min_num_params = 0;                // fsdp_min_num_params
   WrapCallable wrap_fn;                      // C++ only; when set it decides instead of the policy
   // Modules (qualified names, e.g. "transformer.wpe") whose parameters stay whole on every rank,

@@ -82,6 +82,7 @@ class GPT2 : public CausalLM {
   int packed_sections(const std::string& name) const override;
   // The head is wte itself, read at the end of the forward.
   std::vector<std::string> shared_parameters() const override { return {"transformer.wte.weight"}; }
+  std::vector<std::string> block_types() const override { return {"GPT2Block"}; }
   std::vector<SplitTogether> split_together() const override;
 
  private:

@@ -76,6 +76,7 @@ class Llama : public CausalLM {
   nn::Module* token_embedding() override { return embed_tokens_.get(); }
   // lm_head's weight is read by the loss, not through lm_head's call.
   std::vector<std::string> shared_parameters() const override { return {"lm_head.weight"}; }
+  std::vector<std::string> block_types() const override { return {"LlamaDecoderLayer"}; }
   std::vector<SplitTogether> split_together() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.max_position_embeddings; }

@@ -26,6 +26,9 @@ class Module {
 
   // "Linear", "GPT2Block", ...: what wrap policies match on.
   const std::string& type_name() const { return type_name_; }
+  // The type names of the model's repeated blocks (Hugging Face's _no_split_modules): what
+  // TRANSFORMER_BASED_WRAP wraps when fsdp_transformer_layer_cls_to_wrap names none.
+  virtual std::vector<std::string> block_types() const { return {}; }
 
   // --- the call boundary ---
   Tensor operator()(const Tensor& x);

@@ -143,16 +143,16 @@ double validation_loss(models::Model& model, const data::DataLoader& val, int64_
 
 // The accelerate config: --config_file, else Config::load() (ACC_CONFIG_FILE, the default
 // config, the defaults).
-// A transformer wrap policy, or none chosen at all, wraps this model's blocks; a size-based or
-// an explicit NO_WRAP policy is kept.
-Config load_config(const Options& o, const std::string& block_class) {
+// With no wrap policy chosen at all, the model's blocks are wrapped; a policy the file chose,
+// and the classes it names, are kept (TRANSFORMER_BASED_WRAP naming none wraps the blocks too).
+Config load_config(const Options& o) {
   Config config = o.config_file.empty() ? Config::load() : Config::from_file(o.config_file);
   if (o.bf16) config.compute.bf16 = true;
   FsdpConfig& fsdp = config.dist.fsdp;
-  const WrapPolicy policy = fsdp.effective_wrap_policy();
-  if (policy == WrapPolicy::TRANSFORMER_BASED_WRAP ||
-      (policy == WrapPolicy::NO_WRAP && !fsdp.auto_wrap_policy_set))
-    fsdp.wrap_layer_cls = {block_class};
+  if (fsdp.effective_wrap_policy() == WrapPolicy::NO_WRAP && !fsdp.auto_wrap_policy_set) {
+    fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
+    fsdp.auto_wrap_policy_set = true;
+  }
   return config;
 }
 
@@ -193,14 +193,13 @@ std::optional<std::filesystem::path> resume_dir(const Options& o) {
   return latest;
 }
 
-int run(const Options& o, const std::string& program, const CausalLMFactory& make_model,
-        const std::string& block_class) {
+int run(const Options& o, const std::string& program, const CausalLMFactory& make_model) {
   if (o.threads > 0) runtime::set_num_threads(static_cast<int>(o.threads));
   const auto train_path = data_file(o, "train.bin"), val_path = data_file(o, "val.bin");
   if (!o.init_from.empty())
     ACC_CHECK(std::filesystem::is_regular_file(o.init_from), "--init-from: no file ", o.init_from);
 
-  const Config config = load_config(o, block_class);
+  const Config config = load_config(o);
   std::shared_ptr<models::CausalLM> model;
   {  // fsdp_cpu_ram_efficient_loading: each rank makes only its shards (not when loading a file)
     nn::DeferredInit deferred(config.dist.fsdp.cpu_ram_efficient_loading && o.init_from.empty());
@@ -353,8 +352,7 @@ double unigram_cross_entropy(std::span<const int32_t> fit, std::span<const int32
   return score.empty() ? 0.0 : loss / static_cast<double>(score.size());
 }
 
-int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model,
-            const std::string& block_class) {
+int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help") {
       std::printf("usage: %s [options]\n%s\n", program.c_str(), kUsage);
@@ -362,7 +360,7 @@ int lm_main(int argc, char** argv, const std::string& program, const CausalLMFac
     }
   std::optional<Session> session;  // a test may have started acc already
   if (!initialized()) session.emplace(argc, argv);
-  return run_program(program, [&] { return run(parse(argc, argv, program), program, make_model, block_class); });
+  return run_program(program, [&] { return run(parse(argc, argv, program), program, make_model); });
 }
 
 }  // namespace acc::train

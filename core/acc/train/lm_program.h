@@ -20,9 +20,8 @@ using CausalLMFactory =
 // Parses the options, trains, and returns the exit code. Any error (missing data, bad option,
 // bad file) is one "program: error: ..." message on stderr and exit code 1, before anything is
 // written.
-// block_class is the model's transformer block, what a transformer wrap policy shards by.
-int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model,
-            const std::string& block_class);
+// With no wrap policy in the config, the model's blocks (Module::block_types) are wrapped.
+int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model);
 
 // Entropy of the token frequency distribution, in nats: the loss of the best model that ignores
 // context, which a trained language model must beat.

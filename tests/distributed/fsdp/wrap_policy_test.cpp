@@ -74,5 +74,32 @@ TEST(WrapPolicy, UnknownIgnoredModuleIsAnError) {
       << error;
 }
 
+// TRANSFORMER_BASED_WRAP naming no class wraps the blocks the model declares, as Hugging Face
+// accelerate falls back to _no_split_modules; a model declaring none is a clear error.
+// (visit_full_parameters gathers one unit per call, so its calls count the units.)
+TEST(WrapPolicy, NoClassNamedWrapsTheModelsOwnBlocks) {
+  Config config = full_shard();
+  config.dist.fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
+  config.dist.fsdp.auto_wrap_policy_set = true;
+  expect_like_one_process("gpt2", config);
+  for (const std::string kind : {"gpt2", "llama"}) {
+    data::DataLoader loader(make_dataset(kind, 8), {.batch_size = 8});
+    auto [sharded, _] = accelerate(make_model(kind), loader, config);
+    int units = 0;
+    sharded->visit_full_parameters([&](const auto&) { ++units; });
+    const auto whole = make_model(kind);
+    int blocks = 0;
+    for (auto& [name, module] : whole->named_modules())
+      blocks += module->type_name() == whole->block_types().at(0);
+    EXPECT_EQ(units, blocks + 1) << kind << ": the blocks and the root";
+  }
+  data::DataLoader images(make_dataset("mlp", 8), {.batch_size = 8});
+  const std::string error =
+      error_of([&] { accelerate(make_model("mlp"), images, config); });
+  EXPECT_NE(error.find("TRANSFORMER_BASED_WRAP names no class and MLPClassifier declares no blocks"),
+            std::string::npos)
+      << error;
+}
+
 }  // namespace
 }  // namespace acc::test
