@@ -233,6 +233,9 @@ void CommEngine::thread_main() {
     MPI_Comm_rank(coll_comm_, &world_rank_);
     MPI_Comm_size(coll_comm_, &world_size_);
     world_shm_ = ShmChannel::create(coll_comm_);
+    int check = dist::signature_check_enabled() ? 1 : 0, everywhere = 0;
+    check_mpi(MPI_Allreduce(&check, &everywhere, 1, MPI_INT, MPI_MIN, coll_comm_), "MPI_Allreduce");
+    check_signatures_ = everywhere == 1;
   } catch (const std::exception& e) {
     init_error_ = e.what();
   }

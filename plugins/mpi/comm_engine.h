@@ -63,6 +63,9 @@ class CommEngine {
   MPI_Comm world_p2p_comm() const { return p2p_comm_; }
   // The world's shared-memory channel; null unless every rank is on this node.
   std::shared_ptr<ShmChannel> world_shm() const { return world_shm_; }
+  // Whether collectives start by comparing signatures (signature_check.h): on unless some rank
+  // has ACC_CHECK_COLLECTIVES=0, agreed at start-up so that all ranks run the same rounds.
+  bool check_signatures() const { return check_signatures_; }
 
   void submit(Task task);
   // Runs the collective of `work` on the calling thread if it is the next to start, the comm
@@ -89,6 +92,7 @@ class CommEngine {
   int world_rank_ = 0, world_size_ = 1;
   MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
   std::shared_ptr<ShmChannel> world_shm_;
+  bool check_signatures_ = true;
   bool we_initialized_mpi_ = false;
 
   std::mutex mutex_;

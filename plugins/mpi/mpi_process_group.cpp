@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "acc/util/error.h"
+#include "signature_check.h"
 
 namespace acc::mpi {
 
@@ -29,6 +30,12 @@ MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string
 
 void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule,
                                         bool any_thread) {
+  if (engine_->check_signatures() && work->signature() && size() > 1) {
+    Schedule checked = shm_ ? shm_signature_check_schedule(shm_, *work->signature(), world_ranks())
+                            : signature_check_schedule(rank_, size(), *work->signature(), world_ranks());
+    checked.append(std::move(schedule));
+    schedule = std::move(checked);
+  }
   if (any_thread)  // the thread that waits may run it (CommEngine::run_here)
     work->set_runner([engine = std::weak_ptr<CommEngine>(engine_), w = work.get()] {
       if (auto e = engine.lock()) e->run_here(w);

@@ -126,6 +126,13 @@ char* ShmChannel::buffer(int r, uint64_t step) const {
   return static_cast<char*>(base_) + header + index * buffer_bytes_;
 }
 
+uint64_t ShmChannel::enter(const dist::CollectiveSignature& signature) {
+  const uint64_t number = ++entered_;
+  counters(rank_).signatures[number % 2] = signature;
+  counters(rank_).entered.store(number, std::memory_order_release);  // publishes the slot too
+  return number;
+}
+
 std::vector<int> ShmChannel::behind(std::atomic<uint64_t> Counters::*counter, uint64_t steps) const {
   std::vector<int> late;
   for (int r = 0; r < size_; ++r)

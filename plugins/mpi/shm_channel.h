@@ -5,7 +5,11 @@
 //   published(r): the steps whose buffer rank r has filled (step s uses buffer s % kBuffers);
 //   consumed(r):  the steps in which rank r has finished reading every peer's buffer.
 // Steps are numbered across all collectives of the group, which every rank issues in the same
-// order with the same step counts, so the counters never need resetting.
+// order with the same step counts, so the counters never need resetting. Before a collective
+// moves data, each rank posts its signature (dist/collective_signature.h) in one of two slots and
+// raises a third counter, entered(r), so its peers can compare (signature_check.h). Two slots
+// suffice: a rank enters collective c + 2 only after every peer has taken part in c + 1, and so
+// has finished reading the signatures of c.
 //
 // Why: over MPI messages, reduce_scatter of large buffers reached only ~0.5x memcpy (the
 // numbers are in docs/launch.md). Collectives over the channel (shm_schedule.h) stage each
@@ -22,6 +26,7 @@
 #include <memory>
 #include <vector>
 
+#include "acc/distributed/collective_signature.h"
 #include "acc/distributed/staging_copy.h"
 
 namespace acc::mpi {
@@ -57,6 +62,15 @@ class ShmChannel {
   std::vector<int> not_published(uint64_t steps) const { return behind(&Counters::published, steps); }
   std::vector<int> not_consumed(uint64_t steps) const { return behind(&Counters::consumed, steps); }
 
+  // Posts this rank's signature for the collective it enters now; returns the collective's
+  // number (counted from 1). Only the thread running the group's current collective calls it.
+  uint64_t enter(const dist::CollectiveSignature& signature);
+  // The peers that have not yet entered collective `number`, and a peer's signature for it.
+  std::vector<int> not_entered(uint64_t number) const { return behind(&Counters::entered, number); }
+  const dist::CollectiveSignature& signature(int r, uint64_t number) const {
+    return counters(r).signatures[number % 2];
+  }
+
   // Reserves `count` steps for a collective that is starting; returns the first.
   uint64_t reserve_steps(uint64_t count) {
     const uint64_t first = next_step_;
@@ -68,6 +82,8 @@ class ShmChannel {
   struct alignas(64) Counters {
     std::atomic<uint64_t> published{0};
     alignas(64) std::atomic<uint64_t> consumed{0};
+    alignas(64) std::atomic<uint64_t> entered{0};
+    dist::CollectiveSignature signatures[2];
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "counters must be address-free");
 
@@ -80,6 +96,7 @@ class ShmChannel {
   void* base_;
   size_t mapped_bytes_;
   uint64_t next_step_ = 0;  // comm thread only
+  uint64_t entered_ = 0;    // likewise
   dist::StagingCopy stage_copy_;
 };
 

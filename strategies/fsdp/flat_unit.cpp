@@ -4,9 +4,10 @@
 #include <numeric>
 #include <utility>
 
-#include "acc/autograd/grad_mode.h"
 #include "acc/autograd/grad_math.h"
+#include "acc/autograd/grad_mode.h"
 #include "acc/nn/deferred_init.h"
+#include "acc/util/activity.h"
 
 namespace acc::fsdp {
 
@@ -98,6 +99,7 @@ FlatUnit::Part FlatUnit::part_of(const Slot& slot, int rank) const {
 void FlatUnit::start_gather() {
   if (!sharded() || gathered()) return;
   full_.storage()->reacquire();
+  activity::Unit unit(name_);
   gathering_ = groups_.shard->all_gather_async(compute_, full_);
 }
 
@@ -199,6 +201,7 @@ std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& fl
   // reduce-scatter is exact in bf16, so the all-reduce sees the same values either way).
   const bool scatter = !scatter_counts.empty();
   const bool replicated = groups_.replicate->size() > 1;
+  activity::Unit unit(name_);
   if (reduce_bf16_ && (scatter || replicated))
     r.wire_ = new_buffer(r.reduced_.numel(), DType::bf16, memory::Category::communication);
   Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;

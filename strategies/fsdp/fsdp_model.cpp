@@ -10,6 +10,7 @@
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/node.h"
 #include "acc/ops/loss.h"
+#include "acc/util/activity.h"
 
 namespace acc::fsdp {
 
@@ -265,6 +266,7 @@ void FsdpModel::land_reductions(int64_t keep_bytes) {
 }
 
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
+  activity::Phase phase("forward");
   if (backward_queued_) {  // the last backward threw before its end: its pass is over
     backward_queued_ = false;
     for (auto& unit : units_) unit->end_pass();

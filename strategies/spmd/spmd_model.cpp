@@ -1,8 +1,9 @@
 #include "spmd_model.h"
-#include "axis_names.h"
 
 #include <cmath>
 
+#include "acc/util/activity.h"
+#include "axis_names.h"
 
 namespace acc::spmd {
 
@@ -21,6 +22,7 @@ SpmdModel::~SpmdModel() {
 }
 
 models::ModelOutput SpmdModel::forward(const data::Batch& batch) {
+  activity::Phase phase("forward");
   models::ModelOutput out = engine_->forward(batch);
   if (out.logits.defined()) out.logits = output_sharding_.apply(out.logits, tensor_parallel_->joined());
   return out;

@@ -5,6 +5,10 @@
 //          at once, so the others are stopped long before their timeout.
 //   stall_queued: it never joins while the others have six all_reduces queued. All six must
 //          fail within 1.5 timeouts: the first times out, the rest fail at once.
+//   skip, other_op, other_size, other_unit: after a collective all ranks agree on, it skips
+//          one, issues another op, another size, or the same from another unit. Every rank
+//          that compares signatures with it must fail within 1 s, naming both sides (the
+//          timeout is far longer, so a hang cannot pass).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -16,11 +20,51 @@
 #include "acc/distributed/environment.h"
 #include "acc/runtime/init.h"
 #include "acc/tensor/tensor.h"
+#include "acc/util/activity.h"
+
+namespace {
+
+// The last rank deviates as `mode` says; every rank reports how fast its collective failed.
+void out_of_order(const std::string& mode, acc::dist::ProcessGroup& world) {
+  const bool odd = world.rank() == world.size() - 1;
+  acc::Tensor agreed = acc::Tensor::full({8}, 1.0);
+  world.all_reduce(agreed);  // everyone is up: the clock starts now
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = 64 * world.size();
+  acc::Tensor whole = acc::Tensor::full({n}, 1.0), part = acc::Tensor::full({64}, 1.0);
+  try {
+    if (mode == "skip") {
+      if (!odd) world.all_gather(part, whole);
+      world.reduce_scatter(whole, part);
+    } else if (mode == "other_op") {
+      if (odd) world.reduce_scatter(whole, part); else world.all_gather(part, whole);
+    } else if (mode == "other_size") {
+      acc::Tensor t = acc::Tensor::full({odd ? n + 1 : n}, 1.0);
+      world.all_reduce(t);
+    } else {  // other_unit: what a parameter with a gradient on some ranks only looks like
+      acc::activity::Unit unit(odd ? "block.2" : "block.3");
+      world.reduce_scatter(whole, part);
+    }
+  } catch (const std::exception& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("rank %d: %s the mismatch (%.2f s): %s\n", world.rank(),
+                seconds <= 1.0 ? "reported within 1 s" : "too slow to report", seconds, e.what());
+    std::fflush(stdout);
+    throw;
+  }
+  std::printf("rank %d: no error\n", world.rank());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   acc::init(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "stall";
   auto& world = acc::world();
+  if (mode == "skip" || mode.starts_with("other_")) {
+    out_of_order(mode, world);
+    return 0;
+  }
   if (world.rank() == world.size() - 1) {
     if (mode == "throw") throw std::runtime_error("rank failed on purpose");
     std::this_thread::sleep_for(std::chrono::seconds(60));  // "hung": killed by mpirun

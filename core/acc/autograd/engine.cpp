@@ -1,4 +1,5 @@
 #include "acc/autograd/engine.h"
+#include "acc/util/activity.h"
 
 #include <unordered_map>
 
@@ -139,6 +140,7 @@ Tensor seed_for(const Tensor& root, const Tensor& seed, const char* op) {
 }  // namespace
 
 void backward(const Tensor& root, const Tensor& seed) {
+  activity::Phase phase("backward");
   auto node = root_node(root, "backward");
   execute(node, seed_for(root, seed, "backward"), nullptr);
 }

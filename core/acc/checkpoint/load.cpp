@@ -12,6 +12,7 @@
 #include "acc/distributed/agreement.h"
 #include "acc/models/checkpoint.h"
 #include "acc/runtime/init.h"
+#include "acc/util/activity.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
@@ -133,6 +134,7 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
 }  // namespace
 
 Position load_state(const std::filesystem::path& named, TrainingState& state) {
+  activity::Phase phase("checkpoint load");
   const std::filesystem::path dir = resolve_checkpoint(named);
   ACC_CHECK(state.model != nullptr, "load_state: TrainingState.model is required");
   autograd::NoGradGuard no_grad;

@@ -15,6 +15,7 @@
 #include "acc/distributed/agreement.h"
 #include "acc/io/safetensors.h"
 #include "acc/runtime/init.h"
+#include "acc/util/activity.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
@@ -259,6 +260,7 @@ void commit(const std::filesystem::path& tmp, const std::filesystem::path& dir,
 }  // namespace
 
 void save_state(const std::filesystem::path& dir, const TrainingState& state) {
+  activity::Phase phase("checkpoint save");
   ACC_CHECK(state.model != nullptr, "save_state: TrainingState.model is required");
   autograd::NoGradGuard no_grad;
   auto& group = world();

@@ -46,10 +46,15 @@ std::string ProcessGroup::describe() const {
   return os.str();
 }
 
-std::shared_ptr<Work> ProcessGroup::new_work(const char* op, std::vector<Tensor> buffers) {
+std::shared_ptr<Work> ProcessGroup::new_work(CollectiveOp op, const Tensor& whole,
+                                             std::vector<Tensor> buffers, int root, int reduce) {
+  const auto signature = CollectiveSignature::make(
+      next_seq_, op, whole.defined() ? static_cast<int32_t>(whole.dtype()) : -1,
+      whole.defined() ? whole.numel() : 0, root, reduce);
   std::ostringstream os;
-  os << op << " #" << next_seq_++ << " on " << describe();
-  auto work = std::make_shared<Work>(os.str());
+  os << collective_op_name(op) << " #" << next_seq_++ << " on " << describe();
+  if (signature.where[0] != 0) os << ", during " << signature.where;
+  auto work = std::make_shared<Work>(os.str(), signature);
   work->hold(std::move(buffers));
   return work;
 }
@@ -78,7 +83,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, cons
             input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
             " on rank ", rank(), "; expected input numel ", counts[rank()],
             " and output numel ", total);
-  auto work = new_work(op, {input, output});
+  auto work = new_work(CollectiveOp::all_gather, output, {input, output});
   count_traffic(TrafficKind::all_gather, output.nbytes(), size());
   do_all_gather(work, buffer_of(input), buffer_of(output), counts);
   return work;
@@ -112,7 +117,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
-  auto work = new_work(op, {input, output});
+  auto work = new_work(CollectiveOp::reduce_scatter, input, {input, output}, -1, static_cast<int>(rop));
   count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size());
   do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
   return work;
@@ -121,7 +126,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
 std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp rop) {
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
-  auto work = new_work("all_reduce", {tensor});
+  auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop));
   count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size());
   do_all_reduce(work, buffer_of(tensor), rop);
   return work;
@@ -131,14 +136,14 @@ std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& tensor, int ro
   check_defined("broadcast", "", tensor);
   ACC_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
             describe(), "; expected 0 <= root < ", size());
-  auto work = new_work("broadcast", {tensor});
+  auto work = new_work(CollectiveOp::broadcast, tensor, {tensor}, root);
   count_traffic(TrafficKind::broadcast, tensor.nbytes(), size());
   do_broadcast(work, buffer_of(tensor), root);
   return work;
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier_async() {
-  auto work = new_work("barrier");
+  auto work = new_work(CollectiveOp::barrier, Tensor(), {});
   do_barrier(work);
   return work;
 }

@@ -13,7 +13,8 @@
 // process's collectives one after another in issue order, across all its groups (point to
 // point may overlap them): a collective may therefore read a buffer an earlier one, still in
 // flight, writes, as FSDP's all-reduce over replicas reads its reduce-scatter's output. Every collective
-// has a sequence number per group, used in error messages. The public methods check their
+// has a sequence number per group and a signature (collective_signature.h) that backends compare
+// across ranks before moving data, so a rank out of order is an error at once, not a hang. The public methods check their
 // arguments (naming op, shapes, dtypes) and hand raw buffers to the backend's do_* hooks.
 #include <cstdint>
 #include <memory>
@@ -119,8 +120,10 @@ class ProcessGroup {
   virtual std::shared_ptr<ProcessGroup> do_split(int color, int key, std::string name) = 0;
 
  private:
-  // The work of one collective, holding `buffers` until it has completed (see Work::hold).
-  std::shared_ptr<Work> new_work(const char* op, std::vector<Tensor> buffers = {});
+  // The work of one collective, holding `buffers` until it has completed (see Work::hold); its
+  // signature's `where` and its description name what this thread is doing (util/activity.h).
+  std::shared_ptr<Work> new_work(CollectiveOp op, const Tensor& whole, std::vector<Tensor> buffers,
+                                 int root = -1, int reduce = -1);
 
   std::string name_;
   std::vector<int> world_ranks_;

@@ -12,18 +12,23 @@
 #include <string>
 #include <vector>
 
+#include "acc/distributed/collective_signature.h"
 #include "acc/tensor/tensor.h"
 
 namespace acc::dist {
 
 class Work {
  public:
-  explicit Work(std::string description) : description_(std::move(description)) {}
+  explicit Work(std::string description, std::optional<CollectiveSignature> signature = std::nullopt)
+      : description_(std::move(description)), signature_(signature) {}
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
 
   // What this work is, e.g. "all_gather #12 on group 'world' (ranks [0, 1])".
   const std::string& description() const { return description_; }
+  // The collective this work is, for backends to compare with the peers' (none for point to
+  // point and a backend's own work).
+  const std::optional<CollectiveSignature>& signature() const { return signature_; }
   bool is_completed() const;
   // Blocks until done. Throws acc::Error with the backend's message if the work failed, or if
   // `timeout` is given and passes first (the work itself then keeps running in the backend,
@@ -50,6 +55,7 @@ class Work {
 
  private:
   std::string description_;
+  std::optional<CollectiveSignature> signature_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -1,4 +1,5 @@
 #include "acc/optim/optimizer.h"
+#include "acc/util/activity.h"
 
 #include <algorithm>
 
@@ -40,10 +41,12 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr,
       }
     }
   }
+  activity::set_step(steps_ + 1);
 }
 
 void Optimizer::step() {
   autograd::NoGradGuard no_grad;
+  activity::Phase phase("optimizer step");
   ++steps_;
   for (size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];
@@ -66,6 +69,12 @@ void Optimizer::step() {
   }
   for (const ParamGroup& group : groups_)
     if (group.after_step) group.after_step();
+  activity::set_step(steps_ + 1);  // the step the next forward belongs to
+}
+
+void Optimizer::set_steps_taken(int64_t steps) {
+  steps_ = steps;
+  activity::set_step(steps_ + 1);
 }
 
 void Optimizer::update_streaming(const Tensor& param, const Tensor& grad, double lr, double weight_decay,

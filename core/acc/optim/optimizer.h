@@ -63,7 +63,7 @@ class Optimizer {
   // tensors allocated (zeroed when new), or, without `allocated`, emptied (as before its first
   // step).
   ParamState& restore_state(size_t group, size_t index, bool allocated = true);
-  void set_steps_taken(int64_t steps) { steps_ = steps; }
+  void set_steps_taken(int64_t steps);
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay,

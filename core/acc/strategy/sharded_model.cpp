@@ -1,4 +1,5 @@
 #include "acc/strategy/sharded_model.h"
+#include "acc/util/activity.h"
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/optim/clip_grad.h"
@@ -23,6 +24,7 @@ void ShardedModel::set_compute_dtype(DType) {
 }
 
 double ShardedModel::clip_grad_norm(double max_norm) {
+  activity::Phase phase("clip_grad_norm");
   std::vector<Tensor> grads;
   std::vector<int> copies;
   for (const auto& piece : parameter_pieces())

@@ -83,15 +83,18 @@ TEST(WrapPolicy, NoClassNamedWrapsTheModelsOwnBlocks) {
   config.dist.fsdp.auto_wrap_policy_set = true;
   expect_like_one_process("gpt2", config);
   for (const std::string kind : {"gpt2", "llama"}) {
-    data::DataLoader loader(make_dataset(kind, 8), {.batch_size = 8});
-    auto [sharded, _] = accelerate(make_model(kind), loader, config);
-    int units = 0;
-    sharded->visit_full_parameters([&](const auto&) { ++units; });
-    const auto whole = make_model(kind);
-    int blocks = 0;
-    for (auto& [name, module] : whole->named_modules())
-      blocks += module->type_name() == whole->block_types().at(0);
-    EXPECT_EQ(units, blocks + 1) << kind << ": the blocks and the root";
+    auto units_of = [&](const Config& c) {
+      data::DataLoader loader(make_dataset(kind, 8), {.batch_size = 8});
+      auto [sharded, _] = accelerate(make_model(kind), loader, c);
+      int units = 0;
+      sharded->visit_full_parameters([&](const auto&) { ++units; });
+      return units;
+    };
+    Config named = config, none = full_shard();
+    named.dist.fsdp.wrap_layer_cls = block_classes(kind);
+    const int by_default = units_of(config);
+    EXPECT_EQ(by_default, units_of(named)) << kind;
+    EXPECT_GT(by_default, units_of(none)) << kind << ": the blocks are units of their own";
   }
   data::DataLoader images(make_dataset("mlp", 8), {.batch_size = 8});
   const std::string error =

@@ -30,7 +30,8 @@ TEST(ConfigCommand, EmptyAnswersTakeTheMachineAwareDefaults) {
   EXPECT_EQ(c.dist.num_processes, 4);
   EXPECT_EQ(c.dist.distributed_type, DistributedType::FSDP);
   EXPECT_EQ(c.dist.fsdp.sharding_strategy, ShardingStrategy::FULL_SHARD);
-  EXPECT_EQ(c.dist.fsdp.wrap_layer_cls, std::vector<std::string>{"GPT2Block"});
+  EXPECT_EQ(c.dist.fsdp.effective_wrap_policy(), WrapPolicy::TRANSFORMER_BASED_WRAP);
+  EXPECT_TRUE(c.dist.fsdp.wrap_layer_cls.empty());  // the blocks the model declares
   EXPECT_TRUE(c.compute.bf16);
   EXPECT_FALSE(answer(std::string(16, '\n'), {.cores = 2, .native_bf16 = false}).compute.bf16);
 }
