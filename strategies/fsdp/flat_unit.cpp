@@ -168,6 +168,9 @@ std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tenso
   r.target_ = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
   r.reduced_ = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : r.target_;
+  // Named by parameter: a parameter with a gradient on some ranks only is then named by the
+  // collective order check (its reduction meets another parameter's on the other ranks).
+  activity::Unit parameter(slot.name, "parameter");
   return issue(std::move(r), flat, sharded() ? counts : std::vector<int64_t>{});
 }
 
@@ -192,6 +195,7 @@ std::optional<FlatUnit::Reduction> FlatUnit::take_local_gradient(const Tensor& p
   // The pass's first part replaces the shard's gradient, unless the optimizer kept one; else
   // the part is reduced in place and then added (no gradient-sized buffer of its own).
   r.reduced_ = accumulate_ || local_parts_++ > 0 ? flat : grad_;
+  activity::Unit unit(name_);
   return issue(std::move(r), flat, {});
 }
 
@@ -201,7 +205,6 @@ std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& fl
   // reduce-scatter is exact in bf16, so the all-reduce sees the same values either way).
   const bool scatter = !scatter_counts.empty();
   const bool replicated = groups_.replicate->size() > 1;
-  activity::Unit unit(name_);
   if (reduce_bf16_ && (scatter || replicated))
     r.wire_ = new_buffer(r.reduced_.numel(), DType::bf16, memory::Category::communication);
   Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;

@@ -1,6 +1,6 @@
 // dist_failure MODE: the last rank misbehaves while the others run an all_reduce.
-//   stall: it never joins. The others must fail at wait() with the timeout message naming it,
-//          and the uncaught error must end the job with a non-zero exit.
+//   stall: it never joins. The others must fail at wait() with the timeout message naming it
+//          and where they were, and the uncaught error must end the job with a non-zero exit.
 //   throw: it raises an exception nobody catches. acc's terminate handler must abort the job
 //          at once, so the others are stopped long before their timeout.
 //   stall_queued: it never joins while the others have six all_reduces queued. All six must
@@ -9,6 +9,9 @@
 //          one, issues another op, another size, or the same from another unit. Every rank
 //          that compares signatures with it must fail within 1 s, naming both sides (the
 //          timeout is far longer, so a hang cannot pass).
+//   partial_gradient: FULL_SHARD training where a layer only the last rank calls (a data-
+//          dependent branch) gets a gradient there and none on the others: the error must name
+//          the parameters whose reductions met, within 1 s.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -17,7 +20,12 @@
 #include <string>
 #include <thread>
 
+#include "acc/accelerate/accelerate.h"
 #include "acc/distributed/environment.h"
+#include "acc/models/model.h"
+#include "acc/nn/layers.h"
+#include "acc/ops/elementwise.h"
+#include "acc/ops/reduce.h"
 #include "acc/runtime/init.h"
 #include "acc/tensor/tensor.h"
 #include "acc/util/activity.h"
@@ -55,12 +63,65 @@ void out_of_order(const std::string& mode, acc::dist::ProcessGroup& world) {
   std::printf("rank %d: no error\n", world.rank());
 }
 
+// Two layers; the second runs only where `branch` is set.
+class Branching final : public acc::models::Model {
+ public:
+  explicit Branching(bool branch) : Model("Branching"), branch_(branch) {
+    first_ = register_module("first", std::make_shared<acc::nn::Linear>(8, 8));
+    second_ = register_module("second", std::make_shared<acc::nn::Linear>(8, 8));
+  }
+  acc::models::ModelOutput forward(const acc::data::Batch& batch) override {
+    acc::Tensor h = (*first_)(batch["x"]);
+    if (branch_) h = (*second_)(h);
+    return {acc::Tensor(), acc::ops::mean(acc::ops::mul(h, h))};
+  }
+  double train_flops_per_token(int64_t) const override { return 0; }
+
+ private:
+  bool branch_;
+  std::shared_ptr<acc::nn::Linear> first_, second_;
+};
+
+class Ones final : public acc::data::Dataset {
+ public:
+  int64_t size() const override { return 64; }
+  acc::data::Batch get_batch(std::span<const int64_t> indices, const acc::data::EpochKey&) const override {
+    acc::data::Batch batch;
+    batch.set("x", acc::Tensor::full({static_cast<int64_t>(indices.size()), 8}, 1.0));
+    return batch;
+  }
+};
+
+void partial_gradient(acc::dist::ProcessGroup& world) {
+  acc::Config config;
+  config.dist.distributed_type = acc::DistributedType::FSDP;
+  acc::data::DataLoader all(std::make_shared<Ones>(), {.batch_size = 2 * world.size()});
+  auto [sharded, loader] =
+      acc::accelerate(std::make_shared<Branching>(world.rank() == world.size() - 1), all, config);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    sharded->forward(*loader.begin()).loss.backward();
+    sharded->clip_grad_norm(1.0);
+  } catch (const std::exception& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("rank %d: %s the mismatch (%.2f s): %s\n", world.rank(),
+                seconds <= 1.0 ? "reported within 1 s" : "too slow to report", seconds, e.what());
+    std::fflush(stdout);
+    throw;
+  }
+  std::printf("rank %d: no error\n", world.rank());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   acc::init(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "stall";
   auto& world = acc::world();
+  if (mode == "partial_gradient") {
+    partial_gradient(world);
+    return 0;
+  }
   if (mode == "skip" || mode.starts_with("other_")) {
     out_of_order(mode, world);
     return 0;
@@ -94,6 +155,8 @@ int main(int argc, char** argv) {
     throw std::runtime_error("the job stops after the failed collectives");
   }
   acc::Tensor t = acc::Tensor::full({1000}, 1.0);
+  acc::activity::Phase phase("forward");  // the timeout message says where the rank was
+  acc::activity::Unit unit("block.0");
   world.all_reduce(t);  // stall: throws after ACC_COMM_TIMEOUT
   return 0;
 }

@@ -57,9 +57,17 @@ bool operator==(const CollectiveSignature& a, const CollectiveSignature& b) {
 
 std::string signature_mismatch(int rank, const CollectiveSignature& mine, int peer,
                                const CollectiveSignature& theirs) {
-  return "collectives out of order: rank " + std::to_string(rank) + " entered " + mine.describe() +
-         " while rank " + std::to_string(peer) + " entered " + theirs.describe() +
-         "; every rank of a group must issue the same collectives in the same order";
+  std::string message = "collectives out of order: rank " + std::to_string(rank) + " entered " +
+                        mine.describe() + " while rank " + std::to_string(peer) + " entered " +
+                        theirs.describe() +
+                        "; every rank of a group must issue the same collectives in the same order";
+  const auto is_parameter = [](const CollectiveSignature& s) {
+    return std::string_view(s.where, strnlen(s.where, sizeof s.where)).find("parameter ") != std::string_view::npos;
+  };
+  if (mine.op == theirs.op && (is_parameter(mine) || is_parameter(theirs)))
+    message += " (a parameter that gets a gradient on some ranks and none on others, as behind a "
+               "data-dependent branch, does this: let every rank use it, if only times 0)";
+  return message;
 }
 
 bool signature_check_enabled() {

@@ -8,7 +8,7 @@ namespace {
 std::atomic<int64_t> g_step{0};
 thread_local const char* t_phase = nullptr;
 thread_local std::string_view t_unit;
-thread_local bool t_in_unit = false;
+thread_local const char* t_unit_kind = nullptr;  // null: no unit
 
 }  // namespace
 
@@ -18,13 +18,13 @@ int64_t step() { return g_step.load(std::memory_order_relaxed); }
 Phase::Phase(const char* name) : previous_(t_phase) { t_phase = name; }
 Phase::~Phase() { t_phase = previous_; }
 
-Unit::Unit(std::string_view name) : previous_(t_unit), had_previous_(t_in_unit) {
+Unit::Unit(std::string_view name, const char* kind) : previous_(t_unit), previous_kind_(t_unit_kind) {
   t_unit = name;
-  t_in_unit = true;
+  t_unit_kind = kind;
 }
 Unit::~Unit() {
   t_unit = previous_;
-  t_in_unit = had_previous_;
+  t_unit_kind = previous_kind_;
 }
 
 std::string describe() {
@@ -35,7 +35,11 @@ std::string describe() {
   };
   if (const int64_t s = step(); s > 0) part("step " + std::to_string(s));
   if (t_phase) part(t_phase);
-  if (t_in_unit) part(t_unit.empty() ? std::string("root unit") : "unit " + std::string(t_unit));
+  if (t_unit_kind) {
+    part(t_unit.empty() ? "root " : "");
+    out.append(t_unit_kind);
+    if (!t_unit.empty()) out.append(" ").append(t_unit);
+  }
   return out;
 }
 

@@ -28,18 +28,18 @@ class Phase {
   const char* previous_;
 };
 
-// The module or sharding unit whose communication this thread is issuing ("" is the root).
-// The name must outlive the scope.
+// The sharding unit (or, with kind "parameter", the parameter) whose communication this thread
+// is issuing ("" is the root unit). The name must outlive the scope.
 class Unit {
  public:
-  explicit Unit(std::string_view name);
+  explicit Unit(std::string_view name, const char* kind = "unit");
   ~Unit();
   Unit(const Unit&) = delete;
   Unit& operator=(const Unit&) = delete;
 
  private:
   std::string_view previous_;
-  bool had_previous_;
+  const char* previous_kind_;
 };
 
 // "step 12, backward, unit transformer.h.3"; the parts not known are left out ("" if none).
