@@ -21,8 +21,10 @@
 #include <thread>
 
 #include "acc/util/error.h"
+#include "acc/util/log.h"
 #include "acc/util/strings.h"
 #include "commands.h"
+#include "mpirun_messages.h"
 #include "rank_output.h"
 
 namespace acc::cli {
@@ -91,12 +93,15 @@ int run_mpirun(const std::vector<std::string>& mpi_args, const Poco::Process::En
   if (g_interrupted) ::kill(mpirun.id(), SIGTERM);  // a signal that came before the pid was known
   Poco::PipeInputStream stream(output);
   output.close(Poco::Pipe::CLOSE_WRITE);  // so the stream ends when mpirun exits
+  MpirunMessages messages(log::logger().should_log(spdlog::level::debug));
   for (std::string line; std::getline(stream, line);) {
+    // Flushed per line: a log file being followed (tail -f) shows each line as it comes.
     if (const auto tagged = parse_tagged_line(line))
-      (tagged->is_stderr ? std::cerr : std::cout) << rank_prefixed(*tagged) << '\n';
+      (tagged->is_stderr ? std::cerr : std::cout) << rank_prefixed(*tagged) << std::endl;
     else
-      std::cerr << line << '\n';  // mpirun's own messages
+      for (const auto& kept : messages.take(line)) std::cerr << kept << '\n';  // mpirun's own
   }
+  for (const auto& kept : messages.finish()) std::cerr << kept << '\n';
   const int code = mpirun.wait();
   g_mpirun = 0;
   return code;

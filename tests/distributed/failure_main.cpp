@@ -9,6 +9,8 @@
 //          one, issues another op, another size, or the same from another unit. Every rank
 //          that compares signatures with it must fail within 1 s, naming both sides (the
 //          timeout is far longer, so a hang cannot pass).
+//   busy:  every rank prints "rank R pid P" and then all-reduces forever, as training does; a
+//          test stops one rank from outside (kill -STOP) and times how fast the job ends.
 //   partial_gradient: FULL_SHARD training where a layer only the last rank calls (a data-
 //          dependent branch) gets a gradient there and none on the others: the error must name
 //          the parameters whose reductions met, within 1 s.
@@ -19,6 +21,8 @@
 #include <vector>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include "acc/accelerate/accelerate.h"
 #include "acc/distributed/environment.h"
@@ -118,6 +122,12 @@ int main(int argc, char** argv) {
   acc::init(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "stall";
   auto& world = acc::world();
+  if (mode == "busy") {
+    std::printf("rank %d pid %d\n", world.rank(), static_cast<int>(getpid()));
+    std::fflush(stdout);
+    acc::Tensor t = acc::Tensor::full({1000}, 1.0);
+    for (;;) world.all_reduce(t);
+  }
   if (mode == "partial_gradient") {
     partial_gradient(world);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "error_matchers.h"
 #include "launch_command.h"
+#include "mpirun_messages.h"
 #include "rank_output.h"
 #include "support/test_support.h"
 
@@ -81,6 +82,43 @@ TEST(Launch, RewritesMpirunTagsToRankPrefixes) {
   EXPECT_FALSE(parse_tagged_line("-----------"));
   EXPECT_FALSE(parse_tagged_line("[warn] something"));
   EXPECT_FALSE(parse_tagged_line("[1,x]<stdout>:a"));
+}
+
+// mpirun's output after a rank aborted the job, as OpenMPI 4.1 prints it, then a message of
+// its own that is not about the abort.
+std::vector<std::string> shown(const std::vector<std::string>& lines, bool raw = false) {
+  acc::cli::MpirunMessages messages(raw);
+  std::vector<std::string> out;
+  for (const auto& line : lines)
+    for (auto& kept : messages.take(line)) out.push_back(kept);
+  for (auto& kept : messages.finish()) out.push_back(kept);
+  return out;
+}
+
+TEST(Launch, AnAbortIsOneLineAndOtherMpirunMessagesPass) {
+  const std::string rule(74, '-');
+  const std::vector<std::string> abort = {
+      "[vm:19797] [[8619,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in file ../../../orte/util/show_help.c at line 501",
+      rule,
+      "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD",
+      "with errorcode 1.",
+      "",
+      "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.",
+      "You may or may not see output from other processes, depending on",
+      "exactly when Open MPI kills them.",
+      rule,
+      "[vm:19769] 1 more process has sent help message help-mpi-api.txt / mpi-abort",
+      "[vm:19769] Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages"};
+  const std::vector<std::string> other = {rule, "There are not enough slots available in the system", rule,
+                                          "[vm:1] Set MCA parameter \"orte_base_help_aggregate\" to 0"};
+  auto lines = abort;
+  lines.insert(lines.end(), other.begin(), other.end());
+  std::vector<std::string> expected = {"accelerate launch: rank 1 ended the job (MPI_ABORT, error code 1); its error is above"};
+  expected.insert(expected.end(), other.begin(), other.end());
+  EXPECT_EQ(shown(lines), expected);
+  EXPECT_EQ(shown(lines, /*raw=*/true), lines);
+  // A banner cut off by the end of the output is shown as it is.
+  EXPECT_EQ(shown({rule, "MPI_ABORT was invoked on rank 0"}), (std::vector<std::string>{rule, "MPI_ABORT was invoked on rank 0"}));
 }
 
 namespace {
