@@ -26,8 +26,13 @@ Machine this_machine();
 // of the input is an error.
 Config ask_config(std::istream& in, std::ostream& out, const Machine& machine);
 Config default_config(const Machine& machine);
-// Every problem of a config file, one line each (empty: none).
-std::vector<std::string> config_problems(const std::string& path);
+// What accelerate config validate says of a file: its problems (errors: launch would refuse
+// it), one line each, and notes that do not make it invalid (warnings, accepted keys).
+struct ConfigCheck {
+  std::vector<std::string> problems;
+  std::vector<std::string> notes;
+};
+ConfigCheck check_config(const std::string& path);
 
 // `text` (a config file) with every key of `full` it lacks added, with full's value: top-level
 // keys at the end, section keys (fsdp_config.*) at the end of their section. Nothing of `text`

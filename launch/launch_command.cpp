@@ -130,7 +130,8 @@ class TempConfigFile {
 void resolve_hosts(const LaunchOptions& o, ResolvedLaunch& r) {
   const int machines = r.config.dist.num_machines;
   ACC_CHECK(o.hostfile.empty() || o.host_list.empty(), "--hostfile and --hosts both name the machines; give one");
-  ACC_CHECK(o.machine_rank == 0, "--machine_rank ", o.machine_rank,
+  const int machine_rank = o.machine_rank != 0 ? o.machine_rank : r.config.dist.machine_rank;
+  ACC_CHECK(machine_rank == 0, "machine_rank ", machine_rank,
             ": acc starts the ranks of every machine from the main machine (machine_rank 0) with one "
             "mpirun; run accelerate launch there only");
   if (!o.hostfile.empty()) r.hosts = read_hostfile(o.hostfile);

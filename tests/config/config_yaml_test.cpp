@@ -61,11 +61,46 @@ TEST(ConfigYaml, LoadsAccelerateFsdpFile) {
   EXPECT_TRUE(f.sync_module_states);
   EXPECT_TRUE(f.cpu_ram_efficient_loading);
   EXPECT_TRUE(f.use_orig_params);
-  std::vector<std::string> expected;
-  for (const char* key : {"debug", "downcast_bf16", "machine_rank", "main_training_function", "rdzv_backend",
-                          "same_network", "tpu_env", "tpu_use_cluster", "tpu_use_sudo", "use_cpu"})
-    expected.push_back("config key '" + std::string(key) + "' is not used by acc (ignored)");
-  EXPECT_EQ(c.warnings, expected);  // one each, in file order; none for compute_environment
+  // accelerate's keys that do not apply are accepted quietly; the ones that do are read.
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_EQ(c.not_applicable_keys,
+            (std::vector<std::string>{"debug", "downcast_bf16", "main_training_function", "rdzv_backend", "tpu_env",
+                                      "tpu_use_cluster", "tpu_use_sudo"}));
+  EXPECT_EQ(c.dist.machine_rank, 0);
+  EXPECT_ACC_ERROR(Config::from_yaml("use_cpu: maybe\n"), {"use_cpu", "true or false"});
+  EXPECT_NO_THROW(c.validate());
+}
+
+// Files as Hugging Face accelerate writes them, kept in tests/config/hf_accelerate/: the example
+// of its FSDP guide (docs/source/usage_guides/fsdp.md, the layer class changed to GPT2Block) and
+// what `accelerate config` writes on a CPU machine for NO and MULTI_CPU. Each loads without a
+// warning and is valid, so `accelerate config validate` accepts what `accelerate launch` runs.
+TEST(ConfigYaml, HuggingFaceAccelerateFilesLoadQuietlyAndAreValid) {
+  const std::string dir = ACC_SOURCE_DIR "/tests/config/hf_accelerate/";
+  const Config guide = Config::from_file(dir + "fsdp_guide.yaml");
+  EXPECT_EQ(guide.dist.distributed_type, DistributedType::FSDP);
+  EXPECT_EQ(guide.dist.fsdp.sharding_strategy, ShardingStrategy::FULL_SHARD);  // written as 1
+  EXPECT_TRUE(guide.dist.fsdp.offload_params);
+  EXPECT_EQ(guide.dist.fsdp.wrap_layer_cls, std::vector<std::string>{"GPT2Block"});
+  EXPECT_TRUE(guide.compute.bf16);
+  EXPECT_EQ(guide.dist.num_processes, 2);
+  const Config no = Config::from_file(dir + "no.yaml");
+  EXPECT_EQ(no.strategy_name(), "NO_SHARD");
+  EXPECT_EQ(no.dist.num_processes, 1);
+  const Config multi_cpu = Config::from_file(dir + "multi_cpu.yaml");
+  EXPECT_EQ(multi_cpu.strategy_name(), "NO_SHARD");  // data parallel, as accelerate's DDP on CPUs
+  EXPECT_TRUE(multi_cpu.compute.bf16);
+  for (const Config* c : {&guide, &no, &multi_cpu}) {
+    EXPECT_TRUE(c->warnings.empty());
+    EXPECT_FALSE(c->not_applicable_keys.empty());
+    EXPECT_NO_THROW(c->validate());
+  }
+}
+
+TEST(ConfigYaml, MachineRankMustNameAMachine) {
+  EXPECT_ACC_ERROR(Config::from_yaml("num_machines: 2\nmachine_rank: 2\n").validate(),
+                   {"machine_rank: 2 is not a machine of num_machines 2; expected 0 to 1"});
+  EXPECT_EQ(Config::from_yaml("num_machines: 2\nmachine_rank: 1\n").dist.machine_rank, 1);
 }
 
 TEST(ConfigYaml, ShardingStrategyByNumberOrNameInAnyCase) {
@@ -289,7 +324,7 @@ TEST(ConfigYaml, RoundTripsThroughToYaml) {
   spmd_rules_only.dist.spmd.sharding_rules = "rules.yaml";
   EXPECT_EQ(Config::from_yaml(spmd_rules_only.to_yaml()), spmd_rules_only);
   Config from_accelerate = Config::from_yaml(kAccelerateFsdpFile);
-  from_accelerate.warnings.clear();  // to_yaml writes only the keys acc acts on
+  from_accelerate.not_applicable_keys.clear();  // to_yaml writes only the keys acc acts on
   EXPECT_EQ(Config::from_yaml(from_accelerate.to_yaml()), from_accelerate);
 }
 

@@ -11,6 +11,7 @@
 
 #include "acc/util/error.h"
 #include "acc/util/log.h"
+#include "acc/util/strings.h"
 
 namespace acc {
 namespace {
@@ -63,6 +64,8 @@ Config Config::from_file(const std::string& path) {
   text << in.rdbuf();
   Config config = from_yaml(text.str(), path);
   for (const auto& warning : config.warnings) log::warn("{}: {}", path, warning);
+  if (!config.not_applicable_keys.empty())
+    log::info("{}: {}", path, config.not_applicable_note());
   return config;
 }
 
@@ -70,6 +73,8 @@ void Config::validate() const {
   const FsdpConfig& f = dist.fsdp;
   check_at_least("num_processes", dist.num_processes, 1);
   check_at_least("num_machines", dist.num_machines, 1);
+  ACC_CHECK(dist.machine_rank >= 0 && dist.machine_rank < dist.num_machines, "machine_rank: ", dist.machine_rank,
+            " is not a machine of num_machines ", dist.num_machines, "; expected 0 to ", dist.num_machines - 1);
   check_at_least("fsdp_config.fsdp_size", f.size, 0);
   check_at_least("fsdp_config.fsdp_min_num_params", f.min_num_params, int64_t{0});
   const WrapPolicy policy = f.effective_wrap_policy();
@@ -95,6 +100,10 @@ OptionValues Config::section(const std::string& name) const {
 OptionValues& Config::section(const std::string& name) {
   if (!sections.count(name)) sections.emplace(name, std::as_const(*this).section(name));
   return sections.at(name);
+}
+
+std::string Config::not_applicable_note() const {
+  return "keys of Hugging Face accelerate that do not apply to acc, accepted: " + util::join(not_applicable_keys);
 }
 
 std::string Config::strategy_name() const {

@@ -140,6 +140,8 @@ struct DistConfig {
   std::string strategy;
   int num_processes = 1;
   int num_machines = 1;
+  // The machine accelerate launch runs on; acc starts every machine's ranks from machine 0.
+  int machine_rank = 0;
   FsdpConfig fsdp;
   SpmdConfig spmd;
 
@@ -154,6 +156,9 @@ struct Config {
   std::map<std::string, OptionValues> sections;
   // Keys of the file acc knows but does not act on (e.g. compute_environment), one message each.
   std::vector<std::string> warnings;
+  // Hugging Face accelerate's keys that do not apply to acc (debug, gpu_ids, tpu_env, ...), in
+  // file order: accepted without a warning; from_file names them in one line.
+  std::vector<std::string> not_applicable_keys;
 
   // A plugin's section: its values here, else its defaults. A name no loaded plugin declares
   // (after loading every plugin of the search folders) is an error naming it.
@@ -188,6 +193,8 @@ struct Config {
   // NO -> "NO_SHARD" (a plain run is NO_SHARD on its ranks), FSDP -> the sharding strategy's
   // name ("FULL_SHARD", ...), SPMD -> "SPMD".
   std::string strategy_name() const;
+  // "keys of Hugging Face accelerate that do not apply to acc, accepted: debug, gpu_ids".
+  std::string not_applicable_note() const;
 
   bool operator==(const Config&) const = default;
 };

@@ -24,10 +24,13 @@ constexpr NamedBool kMixedPrecision{"no", "bf16"};
 constexpr NamedBool kReduceDtype{"f32", "bf16"};
 
 // Keys accelerate writes that say nothing acc acts on: each one found gives one warning.
-constexpr const char* kUnusedKeys[] = {
-    "debug",           "downcast_bf16",     "enable_cpu_affinity",    "gpu_ids",      "machine_rank",
-    "main_process_ip", "main_process_port", "main_training_function", "rdzv_backend", "same_network",
-    "tpu_env",         "tpu_use_cluster",   "tpu_use_sudo",           "use_cpu"};
+// Keys Hugging Face accelerate writes that mean nothing for acc on CPUs with one mpirun (GPU,
+// TPU, torch.compile, IPEX and rendezvous settings): accepted, and named once in one line.
+constexpr const char* kNotApplicableKeys[] = {
+    "debug",           "downcast_bf16",     "dynamo_config",          "enable_cpu_affinity",
+    "gpu_ids",         "ipex_config",       "main_process_ip",        "main_process_port",
+    "main_training_function", "mpirun_config", "rdzv_backend",        "tpu_env",
+    "tpu_name",        "tpu_use_cluster",   "tpu_use_sudo",           "tpu_zone"};
 
 // Reads one key's value into the Config being built; `key` is its full name for messages.
 using Reader = std::function<void(const YAML::Node& value, const std::string& key)>;
@@ -111,10 +114,13 @@ Reader class_list_key(std::vector<std::string>& target) {
   };
 }
 
-Reader unused_key(std::vector<std::string>& warnings) {
-  return [&warnings](const YAML::Node&, const std::string& key) {
-    warnings.push_back("config key '" + key + "' is not used by acc (ignored)");
-  };
+// A true/false key whose value changes nothing for acc.
+Reader checked_bool_key() {
+  return [](const YAML::Node& v, const std::string& key) { scalar_as<bool>(v, key, "true or false"); };
+}
+
+Reader not_applicable_key(std::vector<std::string>& keys) {
+  return [&keys](const YAML::Node&, const std::string& key) { keys.push_back(key); };
 }
 
 // The names of the plugin sections (every plugin of the search folders loaded).
@@ -256,11 +262,16 @@ Section top_keys(Config& c) {
       {"mixed_precision", named_bool_key(c.compute.bf16, kMixedPrecision)},
       {"num_processes", int_key(c.dist.num_processes, 1)},
       {"num_machines", int_key(c.dist.num_machines, 1)},
+      {"machine_rank", int_key(c.dist.machine_rank, 0)},
+      // Checked, and honoured by what acc always does whatever they say: it computes on CPUs,
+      // and mpirun reaches the other machines whether or not they share a network.
+      {"use_cpu", checked_bool_key()},
+      {"same_network", checked_bool_key()},
       {"strategy", string_key(c.dist.strategy)},
       {"fsdp_config", section_key(fsdp_keys(c))},
       {"spmd_config", section_key(spmd_keys(c.dist.spmd))},
   };
-  for (const char* key : kUnusedKeys) keys.emplace(key, unused_key(c.warnings));
+  for (const char* key : kNotApplicableKeys) keys.emplace(key, not_applicable_key(c.not_applicable_keys));
   return keys;
 }
 
@@ -390,6 +401,7 @@ std::string Config::to_yaml() const {
   put(out, "mixed_precision", YAML::SingleQuoted, kMixedPrecision.name(compute.bf16));
   put(out, "num_processes", dist.num_processes);
   put(out, "num_machines", dist.num_machines);
+  if (dist.machine_rank != 0) put(out, "machine_rank", dist.machine_rank);
   if (!dist.strategy.empty()) put(out, "strategy", dist.strategy);
   put_fsdp(out, dist.fsdp);
   const SpmdConfig& s = dist.spmd;

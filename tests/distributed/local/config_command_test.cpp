@@ -91,13 +91,18 @@ TEST(ConfigCommand, ValidateListsEveryProblem) {
   std::filesystem::create_directories(dir);
   const auto bad = dir / "bad.yaml";
   std::ofstream(bad) << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: HALF\n";
-  const auto problems = config_problems(bad.string());
+  const auto problems = check_config(bad.string()).problems;
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("fsdp_config.fsdp_sharding_strategy"), std::string::npos) << problems[0];
+  // Warnings and accepted keys are notes: the file is still valid, as launch runs with it.
   const auto warned = dir / "warned.yaml";
-  std::ofstream(warned) << "distributed_type: NO\ngpu_ids: all\n";
-  EXPECT_EQ(config_problems(warned.string()).size(), 1u);
-  EXPECT_TRUE(config_problems(ACC_SOURCE_DIR "/configs/fsdp_full_shard.yaml").empty());
+  std::ofstream(warned) << "distributed_type: NO\ngpu_ids: all\ncompute_environment: AMAZON_SAGEMAKER\n";
+  const ConfigCheck check = check_config(warned.string());
+  EXPECT_TRUE(check.problems.empty());
+  ASSERT_EQ(check.notes.size(), 2u);
+  EXPECT_NE(check.notes[0].find("warning: config key 'compute_environment'"), std::string::npos) << check.notes[0];
+  EXPECT_NE(check.notes[1].find("do not apply to acc, accepted: gpu_ids"), std::string::npos) << check.notes[1];
+  EXPECT_TRUE(check_config(ACC_SOURCE_DIR "/configs/fsdp_full_shard.yaml").problems.empty());
   std::filesystem::remove_all(dir);
 }
 

@@ -170,6 +170,11 @@ TEST(LaunchMachines, InconsistentMachinesAreNamed) {
   EXPECT_ACC_ERROR(resolve({"--num_machines", "2", "--num_processes", "2", "--hosts", "a,b", "--main_process_ip", "b"}),
                    {"rank 0 runs on the first machine listed (a); list b first"});
   EXPECT_ACC_ERROR(resolve({"--machine_rank", "1", "--num_processes", "2"}), {"run accelerate launch there only"});
+  // The same from the config file, as Hugging Face accelerate writes it on the second machine.
+  const auto file = acc::test::fresh_dir("machine_rank") / "second.yaml";
+  std::ofstream(file) << "num_machines: 2\nmachine_rank: 1\nnum_processes: 2\n";
+  EXPECT_ACC_ERROR(resolve({"--config_file", file.string(), "--hosts", "a,b"}),
+                   {"machine_rank 1: acc starts the ranks of every machine from the main machine", "there only"});
 }
 
 TEST(LaunchMachines, AnUnreachableHostIsNamed) {
