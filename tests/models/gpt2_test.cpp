@@ -127,6 +127,17 @@ TEST(GPT2Config, PresetsYamlAndErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'n_layers'"), std::string::npos) << e.what();
   }
+  // config.json's keys that describe the file are accepted; model_type must be this model's.
+  std::ofstream(dir / "hf.yaml") << "model_type: gpt2\narchitectures: [GPT2LMHeadModel]\n"
+                                    "transformers_version: 4.40.0\nn_layer: 2\n";
+  EXPECT_EQ(GPT2Config::from_name_or_file((dir / "hf.yaml").string()).n_layer, 2);
+  std::ofstream(dir / "llama.yaml") << "model_type: llama\n";
+  try {
+    GPT2Config::from_name_or_file((dir / "llama.yaml").string());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model_type 'llama' is not 'gpt2'"), std::string::npos) << e.what();
+  }
   std::ofstream(dir / "indivisible.yaml") << "n_embd: 100\nn_head: 3\n";
   EXPECT_THROW(GPT2Config::from_name_or_file((dir / "indivisible.yaml").string()), Error);
   std::filesystem::remove_all(dir);

@@ -42,6 +42,10 @@ std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
+void expect_contains(const std::string& text, const std::vector<std::string>& parts) {
+  for (const auto& part : parts) EXPECT_NE(text.find(part), std::string::npos) << "missing '" << part << "' in: " << text;
+}
+
 ::testing::AssertionResult all_close(const float* a, const float* b, int64_t n, float rtol, float atol) {
   int64_t worst = -1;
   double worst_excess = 0;

@@ -21,6 +21,8 @@ std::filesystem::path fresh_dir(const std::string& name);
 
 // The message of the acc::Error that f throws, or "no error".
 std::string error_of(const std::function<void()>& f);
+// A failure for each of `parts` that `text` does not contain, showing the text.
+void expect_contains(const std::string& text, const std::vector<std::string>& parts);
 
 // Passes when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; otherwise names the worst index.
 ::testing::AssertionResult all_close(const float* a, const float* b, int64_t n, float rtol,

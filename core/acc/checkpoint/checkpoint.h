@@ -69,6 +69,9 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& root, const T
                                       int keep = 0);
 // The directory root/latest names, when there is one.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& root);
+// Where to resume from in root: the latest checkpoint, else (latest deleted, or lost with its
+// disk) the newest step directory that holds a finished save, said in a warning; else none.
+std::optional<std::filesystem::path> resumable_checkpoint(const std::filesystem::path& root);
 // Where a checkpoint named by a user is: a step directory as it is; a root (holding `latest`)
 // or its `latest` file: the step directory that file names. load_state and merge_weights
 // accept all three.

@@ -11,6 +11,7 @@
 #include "acc/io/atomic_file.h"
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"
+#include "acc/util/log.h"
 
 namespace acc::checkpoint {
 
@@ -43,7 +44,13 @@ std::vector<std::pair<int64_t, std::filesystem::path>> step_dirs(const std::file
 std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
                                       int keep) {
   const auto dir = root / step_dir_name(state.position.step);
-  save_state(dir, state);
+  const auto previous = latest_checkpoint(root);
+  try {
+    save_state(dir, state);
+  } catch (const Error& e) {  // say what a resume would find now
+    ACC_FAIL(e.what(), previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
+                                : "; there is no earlier checkpoint in " + root.string());
+  }
   std::exception_ptr error;
   if (world().rank() == 0) try {
       io::write_file_atomically(root / kLatestFile, [&](std::ostream& out) {
@@ -75,6 +82,22 @@ std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::pa
   ACC_CHECK(std::filesystem::is_regular_file(dir / kManifestFile), path.string(), " names ", name,
             " but ", dir.string(), " has no ", kManifestFile);
   return dir;
+}
+
+std::optional<std::filesystem::path> resumable_checkpoint(const std::filesystem::path& root) {
+  if (auto latest = latest_checkpoint(root)) return latest;
+  if (!std::filesystem::is_directory(root)) return std::nullopt;
+  const auto dirs = step_dirs(root);
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    if (!std::filesystem::is_regular_file(it->second / kManifestFile)) {
+      log::warn("{}: no {} (an unfinished save), skipped", it->second.string(), kManifestFile);
+      continue;
+    }
+    log::warn("{}/{} is missing: resuming from the newest complete checkpoint, {}", root.string(), kLatestFile,
+              it->second.string());
+    return it->second;
+  }
+  return std::nullopt;
 }
 
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {

@@ -269,6 +269,10 @@ void save_state(const std::filesystem::path& dir, const TrainingState& state) {
                     state.config->dist.fsdp.state_dict_type == StateDictType::FULL_STATE_DICT;
   const std::filesystem::path tmp = temp_dir_for(dir);
   const std::string what = "save_state " + dir.string() + ": ";
+  // What a failed save leaves, said only when true: dir is replaced only by a finished save.
+  const std::string kept = std::filesystem::exists(dir / kManifestFile)
+                               ? "; the checkpoint already in " + dir.string() + " is kept"
+                               : "; nothing was saved to " + dir.string();
 
   std::exception_ptr error;
   // Every rank learns of any rank's failure; rank 0 then removes the unfinished directory.
@@ -295,14 +299,14 @@ void save_state(const std::filesystem::path& dir, const TrainingState& state) {
   } catch (...) {
     error = std::current_exception();
   }
-  agree("writing the shards failed; the previous checkpoint is kept");
+  agree("writing the shards failed" + kept);
   if (full) {
     try {
       merge_into(part, write_full_model(tmp, *state.model));
     } catch (...) {
       error = std::current_exception();
     }
-    agree(std::string("writing ") + kFullModelFile + " failed; the previous checkpoint is kept");
+    agree(std::string("writing ") + kFullModelFile + " failed" + kept);
   }
 
   const auto parts = dist::all_gather_strings(group, part.to_json());
@@ -315,7 +319,7 @@ void save_state(const std::filesystem::path& dir, const TrainingState& state) {
     } catch (...) {
       error = std::current_exception();
     }
-  agree("committing failed; the previous checkpoint is kept");
+  agree("committing failed" + kept);
 }
 
 }  // namespace acc::checkpoint

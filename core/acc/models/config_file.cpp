@@ -14,9 +14,14 @@ namespace {
 
 using Field = std::variant<int64_t*, double*, float*>;
 
-// Reads every key of a YAML mapping into the named fields; anything else is an error naming
-// the file, the key and the keys that are known.
-void read_fields(const std::string& path, const std::map<std::string, Field>& fields) {
+// Keys of config.json that describe the file rather than the architecture: accepted as they are.
+bool describes_the_file(const std::string& key) {
+  return key == "architectures" || key == "transformers_version" || key == "_name_or_path" || key == "torch_dtype";
+}
+
+// Reads every key of a YAML mapping into the named fields; `model_type`, when given, must be
+// `model_type`. Anything else is an error naming the file, the key and the keys that are known.
+void read_fields(const std::string& path, const std::string& model_type, const std::map<std::string, Field>& fields) {
   ACC_CHECK(std::filesystem::is_regular_file(path), "model config: '", path,
             "' is neither a known preset nor an existing YAML file");
   YAML::Node root;
@@ -30,9 +35,17 @@ void read_fields(const std::string& path, const std::map<std::string, Field>& fi
   for (const auto& [key, field] : fields) known += (known.empty() ? "" : ", ") + key;
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
+    if (describes_the_file(key)) continue;
+    if (key == "model_type") {
+      const std::string given = item.second.IsScalar() ? item.second.Scalar() : "<not a scalar>";
+      ACC_CHECK(given == model_type, "model config ", path, ": model_type '", given, "' is not '", model_type,
+                "', the model this program builds");
+      continue;
+    }
     auto it = fields.find(key);
     ACC_CHECK(it != fields.end(), "model config ", path, ": unknown key '", key,
-              "' (known keys: ", known, ")");
+              "' (known keys: ", known, ", and model_type, architectures, transformers_version, "
+              "_name_or_path, torch_dtype)");
     try {
       std::visit([&](auto* target) { *target = item.second.as<std::remove_pointer_t<decltype(target)>>(); },
                  it->second);
@@ -54,7 +67,7 @@ GPT2Config GPT2Config::from_name_or_file(const std::string& name_or_path) {
             "GPT2Config: unknown model '", name_or_path,
             "' (expected tiny, small, medium or a YAML file)");
   GPT2Config c = small();
-  read_fields(name_or_path, {{"vocab_size", &c.vocab_size},
+  read_fields(name_or_path, "gpt2", {{"vocab_size", &c.vocab_size},
                              {"n_positions", &c.n_positions},
                              {"n_embd", &c.n_embd},
                              {"n_layer", &c.n_layer},
@@ -71,7 +84,7 @@ LlamaConfig LlamaConfig::from_name_or_file(const std::string& name_or_path) {
   ACC_CHECK(name_or_path.find('.') != std::string::npos || name_or_path.find('/') != std::string::npos,
             "LlamaConfig: unknown model '", name_or_path, "' (expected tiny, small or a YAML file)");
   LlamaConfig c = small();
-  read_fields(name_or_path, {{"vocab_size", &c.vocab_size},
+  read_fields(name_or_path, "llama", {{"vocab_size", &c.vocab_size},
                              {"hidden_size", &c.hidden_size},
                              {"intermediate_size", &c.intermediate_size},
                              {"num_hidden_layers", &c.num_hidden_layers},

@@ -50,6 +50,12 @@ double Args::get_double(const std::string& key, double fallback) {
   return d;
 }
 
+std::optional<std::string> Args::get_optional(const std::string& key) {
+  known_.insert(key);
+  const auto it = values_.find(key);
+  return it == values_.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
 bool Args::flag(const std::string& key) {
   known_.insert(key);
   auto it = values_.find(key);

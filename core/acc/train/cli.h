@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ class Args {
   int64_t get_int(const std::string& key, int64_t fallback);
   double get_double(const std::string& key, double fallback);
   bool flag(const std::string& key);  // present without a value
+  // An option whose value may be left out: nullopt when absent, "" when given bare.
+  std::optional<std::string> get_optional(const std::string& key);
   bool has(const std::string& key) const { return values_.count(key) > 0; }
   void finish() const;
 

@@ -56,7 +56,8 @@ options:
   --run_dir DIR        where metrics.csv goes (accelerate plot DIR draws it) [runs/PROGRAM]
   --checkpoint_dir DIR where checkpoints go: DIR/step_000100, DIR/latest [checkpoints]
   --resume [auto|DIR]  continue from DIR, or from the latest checkpoint (--resume: it must
-                       exist; --resume auto: when there is one) - same model, any world size
+                       exist; --resume auto: when there is one; without DIR/latest, the newest
+                       complete step_* folder) - same model, any world size
                        and strategy; a job restarted by accelerate launch --max_restarts
                        resumes as with --resume auto
   --sample-tokens N    tokens of generated text at the end [64]
@@ -96,7 +97,7 @@ Options parse(int argc, char** argv, const std::string& program) {
   o.save_total_limit = args.get_int("save_total_limit", 0);
   o.checkpoint_dir = args.get("checkpoint_dir", "checkpoints");
   o.run_dir = args.get("run_dir", "runs/" + program);
-  if (args.has("resume")) o.resume = args.get("resume", "");
+  o.resume = args.get_optional("resume");
   // A job `accelerate launch --max_restarts` started again continues from its checkpoints.
   if (const char* restart = std::getenv("ACC_RESTART_COUNT"); !o.resume && restart && std::atoi(restart) > 0)
     o.resume = "auto";
@@ -187,9 +188,10 @@ void print_sample(models::CausalLM& model, const Options& o) {
 std::optional<std::filesystem::path> resume_dir(const Options& o) {
   if (!o.resume) return std::nullopt;
   if (!o.resume->empty() && *o.resume != "auto") return std::filesystem::path(*o.resume);
-  const auto latest = checkpoint::latest_checkpoint(o.checkpoint_dir);
+  const auto latest = checkpoint::resumable_checkpoint(o.checkpoint_dir);
   ACC_CHECK(latest || *o.resume == "auto", "--resume: no checkpoint in ", o.checkpoint_dir,
-            " (", o.checkpoint_dir, "/latest does not exist); --resume auto starts afresh then");
+            " (neither ", o.checkpoint_dir, "/latest nor a complete step_* folder); --resume auto starts "
+            "afresh then");
   return latest;
 }
 

@@ -23,10 +23,6 @@ std::string error_with_rules(const std::string& rules, std::shared_ptr<models::M
   return error_of([&] { accelerate(model ? model : make_model("gpt2"), any_loader(), config); });
 }
 
-void expect_contains(const std::string& error, const std::vector<std::string>& parts) {
-  for (const auto& part : parts) EXPECT_NE(error.find(part), std::string::npos) << error;
-}
-
 TEST(SpmdErrors, MeshWithoutFsdpAxis) {
   Config config = spmd_config("gpt2", {world().size()});
   config.dist.spmd.axis_names = {"model"};

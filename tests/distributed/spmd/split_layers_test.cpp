@@ -127,10 +127,6 @@ std::string error_with_rules(const std::string& rules, const std::string& then =
   return error_of([&] { accelerate(make_model("gpt2"), loader, config); });
 }
 
-void expect_contains(const std::string& error, const std::vector<std::string>& parts) {
-  for (const auto& part : parts) EXPECT_NE(error.find(part), std::string::npos) << error;
-}
-
 // Attention mixes tokens: with the sequence split, it must run between the column-parallel
 // gather and the row-parallel reduce-scatter.
 TEST(SequenceParallel, EveryLinearInASplitLayerMustBeSplitOverModel) {
