@@ -201,6 +201,27 @@ TEST_F(LmProgram, KeepsTheWrapClassesTheConfigNames) {
             std::string::npos) << policy;
 }
 
+// --resume alone continues from DIR/latest, as --help says; with `latest` gone, --resume auto
+// takes the newest complete step folder and says so, instead of starting afresh.
+TEST_F(LmProgram, ResumeFindsTheCheckpointToContinueFrom) {
+  const std::string ckpt = (dir_ / "ckpt").string();
+  auto output_of = [&](std::vector<std::string> extra) {
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(run(std::move(extra)), 0);
+    return ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
+  };
+  output_of({"--steps", "4", "--save_every", "2", "--checkpoint_dir", ckpt});
+  const std::string bare = output_of({"--steps", "5", "--checkpoint_dir", ckpt, "--resume"});
+  EXPECT_NE(bare.find("resumed from " + ckpt + "/step_000004 at step 4"), std::string::npos) << bare;
+  std::filesystem::remove(dir_ / "ckpt" / "latest");
+  std::filesystem::create_directories(dir_ / "ckpt" / "step_000009");  // a save that never finished
+  const std::string lost = output_of({"--steps", "6", "--checkpoint_dir", ckpt, "--resume", "auto"});
+  test::expect_contains(lost, {ckpt + "/step_000009: no manifest.json (an unfinished save), skipped",
+                         ckpt + "/latest is missing: resuming from the newest complete checkpoint",
+                         "resumed from " + ckpt + "/step_000004 at step 4"});
+}
+
 TEST_F(LmProgram, SaveThenInitFromResumesTheWeights) {
   ASSERT_EQ(run({"--steps", "5", "--lr", "1e-2", "--save", (dir_ / "a.safetensors").string()}), 0);
   ASSERT_EQ(run({"--steps", "1", "--lr", "1e-12", "--init-from", (dir_ / "a.safetensors").string(),

@@ -1,5 +1,6 @@
 #include "acc/train/lm_program.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -196,6 +197,7 @@ std::optional<std::filesystem::path> resume_dir(const Options& o) {
 }
 
 int run(const Options& o, const std::string& program, const CausalLMFactory& make_model) {
+  const auto started = std::chrono::steady_clock::now();
   if (o.threads > 0) runtime::set_num_threads(static_cast<int>(o.threads));
   const auto train_path = data_file(o, "train.bin"), val_path = data_file(o, "val.bin");
   if (!o.init_from.empty())
@@ -270,6 +272,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
       at.batch = 0;
       it = loader.begin();
     }
+    meter.begin_step();
     opt.zero_grad();
     Tensor loss = sharded->forward(*it).loss;
     loss.backward();
@@ -281,12 +284,12 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     ++at.batch;
     at.step = step + 1;
     last_loss = rank_mean(loss.item());
+    if (step == first_step) meter.reset();  // the first step pays for primitive creation and page faults
+    else meter.step(o.batch * o.seq);
     if (o.save_every > 0 && at.step % o.save_every == 0) {
       const auto dir = checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit));
       if (bar) bar->write("saved " + dir.string());
     }
-    if (step == first_step) meter.reset();  // the first step pays for primitive creation and page faults
-    else meter.step(o.batch * o.seq);
     if (bar) {
       bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, lr, norm,
                               meter.tokens_per_second()) +
@@ -306,9 +309,12 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     if (metrics) metrics->append(row);
   }
   if (bar) bar->close();
+  // Each figure says what it covers: the training steps alone, then the whole run.
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +
       describe_val_loss(val, unigram_val) + "; " +
-      format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s", meter.tokens_per_second(), 100 * meter.mfu(), peak));
+      format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s over ", meter.tokens_per_second(), 100 * meter.mfu(), peak) +
+      format("%.0f training steps (not the first, evaluation or saves); %.1f s in all", double(meter.steps()), wall));
   if (!o.save.empty()) {
     auto trained = make_model(o.config, o.seed);  // a whole f32 copy: the file holds the masters
     sharded->copy_full_parameters_to(*trained);   // a collective: every rank takes part

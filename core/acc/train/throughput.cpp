@@ -27,11 +27,16 @@ double measure_gemm_peak_gflops(DType dtype, int64_t n, double seconds) {
 ThroughputMeter::ThroughputMeter(double flops_per_token, double peak_gflops)
     : flops_per_token_(flops_per_token), peak_gflops_(peak_gflops), start_(std::chrono::steady_clock::now()) {}
 
-void ThroughputMeter::step(int64_t tokens) { tokens_ += tokens; }
+void ThroughputMeter::begin_step() { start_ = std::chrono::steady_clock::now(); }
+
+void ThroughputMeter::step(int64_t tokens) {
+  tokens_ += tokens;
+  ++steps_;
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
 
 double ThroughputMeter::tokens_per_second() const {
-  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  return dt > 0 ? static_cast<double>(tokens_) / dt : 0.0;
+  return seconds_ > 0 ? static_cast<double>(tokens_) / seconds_ : 0.0;
 }
 
 double ThroughputMeter::mfu() const {
@@ -39,8 +44,8 @@ double ThroughputMeter::mfu() const {
 }
 
 void ThroughputMeter::reset() {
-  tokens_ = 0;
-  start_ = std::chrono::steady_clock::now();
+  tokens_ = steps_ = 0;
+  seconds_ = 0;
 }
 
 }  // namespace acc::train

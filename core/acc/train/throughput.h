@@ -1,6 +1,8 @@
 #pragma once
-// Training speed: tokens (or samples) per second over the steps since the last report, and
+// Training speed: tokens (or samples) per second over the steps timed since the last reset, and
 // model FLOPs utilisation (MFU) = achieved model FLOP/s / a GEMM peak measured on this machine.
+// Only the time between begin_step() and step() counts: evaluation and checkpoint saves between
+// steps do not lower the figure.
 #include <chrono>
 #include <cstdint>
 
@@ -17,15 +19,17 @@ class ThroughputMeter {
   // flops_per_token: Model::train_flops_per_token(seq_len); peak_gflops 0 disables MFU.
   ThroughputMeter(double flops_per_token, double peak_gflops);
 
-  // Counts one finished step of `tokens` (timed from construction or the last reset).
-  void step(int64_t tokens);
-  double tokens_per_second() const;  // since the last reset (0 before any timed step)
+  void begin_step();            // a step starts now
+  void step(int64_t tokens);     // the step begun last has finished, with `tokens`
+  double tokens_per_second() const;  // over the steps timed since the last reset (0: none)
   double mfu() const;                // fraction of the peak, 0 when unknown
-  void reset();                      // start a new window now
+  int64_t steps() const { return steps_; }  // timed since the last reset
+  void reset();                      // forget the steps timed so far
 
  private:
   double flops_per_token_, peak_gflops_;
-  int64_t tokens_ = 0;
+  int64_t tokens_ = 0, steps_ = 0;
+  double seconds_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 
