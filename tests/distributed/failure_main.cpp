@@ -16,6 +16,7 @@
 //          the parameters whose reductions met, within 1 s.
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -36,15 +37,29 @@
 
 namespace {
 
-// The last rank deviates as `mode` says; every rank reports how fast its collective failed.
+// Runs `body`, which must fail with a mismatch, and reports on this rank how fast it did.
+void expect_mismatch(acc::dist::ProcessGroup& world, const std::function<void()>& body) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    body();
+  } catch (const std::exception& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("rank %d: %s the mismatch (%.2f s): %s\n", world.rank(),
+                seconds <= 1.0 ? "reported within 1 s" : "too slow to report", seconds, e.what());
+    std::fflush(stdout);
+    throw;
+  }
+  std::printf("rank %d: no error\n", world.rank());
+}
+
+// The last rank deviates as `mode` says.
 void out_of_order(const std::string& mode, acc::dist::ProcessGroup& world) {
   const bool odd = world.rank() == world.size() - 1;
   acc::Tensor agreed = acc::Tensor::full({8}, 1.0);
   world.all_reduce(agreed);  // everyone is up: the clock starts now
-  const auto start = std::chrono::steady_clock::now();
   const int64_t n = 64 * world.size();
   acc::Tensor whole = acc::Tensor::full({n}, 1.0), part = acc::Tensor::full({64}, 1.0);
-  try {
+  expect_mismatch(world, [&] {
     if (mode == "skip") {
       if (!odd) world.all_gather(part, whole);
       world.reduce_scatter(whole, part);
@@ -57,14 +72,7 @@ void out_of_order(const std::string& mode, acc::dist::ProcessGroup& world) {
       acc::activity::Unit unit(odd ? "block.2" : "block.3");
       world.reduce_scatter(whole, part);
     }
-  } catch (const std::exception& e) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("rank %d: %s the mismatch (%.2f s): %s\n", world.rank(),
-                seconds <= 1.0 ? "reported within 1 s" : "too slow to report", seconds, e.what());
-    std::fflush(stdout);
-    throw;
-  }
-  std::printf("rank %d: no error\n", world.rank());
+  });
 }
 
 // Two layers; the second runs only where `branch` is set.
@@ -102,18 +110,10 @@ void partial_gradient(acc::dist::ProcessGroup& world) {
   acc::data::DataLoader all(std::make_shared<Ones>(), {.batch_size = 2 * world.size()});
   auto [sharded, loader] =
       acc::accelerate(std::make_shared<Branching>(world.rank() == world.size() - 1), all, config);
-  const auto start = std::chrono::steady_clock::now();
-  try {
+  expect_mismatch(world, [&] {
     sharded->forward(*loader.begin()).loss.backward();
     sharded->clip_grad_norm(1.0);
-  } catch (const std::exception& e) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("rank %d: %s the mismatch (%.2f s): %s\n", world.rank(),
-                seconds <= 1.0 ? "reported within 1 s" : "too slow to report", seconds, e.what());
-    std::fflush(stdout);
-    throw;
-  }
-  std::printf("rank %d: no error\n", world.rank());
+  });
 }
 
 }  // namespace
