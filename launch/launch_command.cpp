@@ -20,6 +20,7 @@
 #include <iostream>
 #include <thread>
 
+#include "acc/runtime/preemption.h"
 #include "acc/util/error.h"
 #include "acc/util/log.h"
 #include "acc/util/strings.h"
@@ -41,6 +42,8 @@ const char* kUsage =
     "  --num_machines M   machines; with --hostfile F (OpenMPI's format: 'host slots=N' per line)\n"
     "                     or --hosts H1,H2: one mpirun here starts every rank, rank 0 on the first\n"
     "  --max_restarts K   start a failed job again up to K times (programs resume from checkpoints)\n"
+    "  --preempt_grace_s S  on SIGTERM or SIGUSR1, the ranks save and stop; after S seconds (30),\n"
+    "                     or at a second SIGTERM, they are stopped at once\n"
     "  --dry_run          print the mpirun command and the config instead of running\n";
 
 // A config key named on the command line: its short name ("fsdp_sharding_strategy").
@@ -55,15 +58,37 @@ bool is_config_key(const std::string& name) {
 // How long a machine's ssh port may take to answer before the launch gives up on it.
 constexpr int kHostTimeoutSeconds = 10;
 
-// mpirun's pid while it runs, for the signal handler.
+// mpirun's pid while it runs, for the signal handlers.
 std::atomic<pid_t> g_mpirun{0};
 std::atomic<bool> g_interrupted{false};
 std::atomic<int> g_signal{0};  // the signal that interrupted the launch
+std::atomic<bool> g_preempting{false};  // a preemption notice was passed to the ranks
+std::atomic<int> g_grace_s{30};
 
-extern "C" void forward_signal(int sig) {
+// Stops every rank at once: mpirun passes the signal on and ends the job.
+void stop_now(int sig) {
   g_interrupted = true;
   g_signal = sig;
-  if (const pid_t pid = g_mpirun.load(); pid > 0) ::kill(pid, sig);  // mpirun stops the ranks
+  if (const pid_t pid = g_mpirun.load(); pid > 0) ::kill(pid, sig);
+}
+
+extern "C" void on_interrupt(int sig) { stop_now(sig); }
+
+// SIGTERM or SIGUSR1, a scheduler's notice: the first asks the ranks to save and stop (mpirun
+// passes SIGUSR1 on to every rank, runtime/preemption.h), with SIGALRM set to end the grace
+// period; a second SIGTERM, or the alarm, stops them at once.
+extern "C" void on_notice(int sig) {
+  const pid_t pid = g_mpirun.load();
+  if (sig != SIGALRM && pid > 0 && !g_interrupted && !g_preempting.exchange(true)) {
+    static const char kSaying[] =
+        "accelerate launch: preemption notice: the ranks save and stop (a second SIGTERM stops them at once)\n";
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kSaying, sizeof kSaying - 1);
+    ::kill(pid, SIGUSR1);
+    ::alarm(static_cast<unsigned>(g_grace_s.load()));
+    return;
+  }
+  if (sig == SIGUSR1 && g_preempting) return;  // a repeated early notice changes nothing
+  stop_now(SIGTERM);
 }
 
 // True when `program` is an executable file (a path) or a command on PATH, as a shell finds it.
@@ -79,8 +104,10 @@ bool is_executable_here(const std::string& program) {
   return false;
 }
 
-// One run of mpirun: its output rewritten per rank; returns its exit code.
-int run_mpirun(const std::vector<std::string>& mpi_args, const Poco::Process::Env& env) {
+// One run of mpirun: its output rewritten per rank; returns its exit code. A rank's line
+// "preempted at step ..." is kept in `preempted_line`.
+int run_mpirun(const std::vector<std::string>& mpi_args, const Poco::Process::Env& env,
+               std::string& preempted_line) {
   Poco::Pipe output;  // ranks' stdout and stderr, tagged by mpirun, in one stream
   Poco::ProcessHandle mpirun = [&] {
     try {
@@ -96,9 +123,10 @@ int run_mpirun(const std::vector<std::string>& mpi_args, const Poco::Process::En
   MpirunMessages messages(log::logger().should_log(spdlog::level::debug));
   for (std::string line; std::getline(stream, line);) {
     // Flushed per line: a log file being followed (tail -f) shows each line as it comes.
-    if (const auto tagged = parse_tagged_line(line))
+    if (const auto tagged = parse_tagged_line(line)) {
       (tagged->is_stderr ? std::cerr : std::cout) << rank_prefixed(*tagged) << std::endl;
-    else
+      if (tagged->text.starts_with("preempted at step")) preempted_line = tagged->text;
+    } else
       for (const auto& kept : messages.take(line)) std::cerr << kept << '\n';  // mpirun's own
   }
   for (const auto& kept : messages.finish()) std::cerr << kept << '\n';
@@ -188,6 +216,8 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
       o.num_processes = parse_count(value_of(arg, name), name, 1);
     } else if (name == "--max_restarts") {
       o.max_restarts = parse_count(value_of(arg, name), name, 0);
+    } else if (name == "--preempt_grace_s") {
+      o.preempt_grace_s = parse_count(value_of(arg, name), name, 1);
     } else if (name == "--config_file") {
       const std::string path = value_of(arg, name);
       ACC_CHECK(std::filesystem::is_regular_file(path), "--config_file '", path,
@@ -305,20 +335,30 @@ int run_launch(const std::vector<std::string>& args) {
   if (!o.overrides.empty() || o.num_processes > 0 || o.config_file.empty()) resolved.emplace(r.config.to_yaml());
   Poco::Process::Env env;
   env["ACC_CONFIG_FILE"] = resolved ? resolved->path() : o.config_file;
-  ::signal(SIGINT, forward_signal);
-  ::signal(SIGTERM, forward_signal);
+  g_grace_s = o.preempt_grace_s;
+  ::signal(SIGINT, on_interrupt);
+  ::signal(SIGTERM, on_notice);
+  ::signal(SIGUSR1, on_notice);
+  ::signal(SIGALRM, on_notice);
   int code = 0;
+  std::string preempted_line;
   for (int attempt = 0; attempt <= o.max_restarts; ++attempt) {
     env["ACC_RESTART_COUNT"] = std::to_string(attempt);
-    code = run_mpirun(mpi_args, env);
-    if (code == 0 || g_interrupted) break;
+    code = run_mpirun(mpi_args, env, preempted_line);
+    if (code == 0 || g_interrupted || g_preempting) break;
     if (attempt < o.max_restarts)
       std::cerr << "accelerate launch: the job failed (exit code " << code << "); restart "
                 << attempt + 1 << " of " << o.max_restarts << "\n";
   }
-  if (g_interrupted) {
-    std::cerr << "accelerate launch: interrupted; every rank was stopped\n";
-    return 128 + g_signal.load();  // the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+  if (g_preempting && !g_interrupted && code == kPreemptedExitCode && !preempted_line.empty()) {
+    std::cerr << "accelerate launch: " << preempted_line << "\n";
+    return kPreemptedExitCode;
+  }
+  if (g_interrupted || g_preempting) {
+    std::cerr << "accelerate launch: " << (g_preempting && !g_interrupted ? "stopped after a preemption notice"
+                                                                          : "interrupted")
+              << "; every rank was stopped\n";
+    return 128 + (g_interrupted ? g_signal.load() : SIGTERM);  // the shell's convention: 130, 143
   }
   return code;
 }

@@ -6,7 +6,9 @@
 // line's keys on top; it is checked here, printed once, and reaches every rank as
 // ACC_CONFIG_FILE. N defaults to the config's num_processes. Each rank's output lines are
 // printed as "[rank i] ...". Returns mpirun's status: the first non-zero exit code of any rank
-// (0 when all succeed). SIGINT/SIGTERM stop every rank. With --max_restarts K a failed job is
+// (0 when all succeed). SIGINT stops every rank (130). SIGTERM or SIGUSR1 is a preemption
+// notice passed to the ranks as SIGUSR1 (runtime/preemption.h): a run that saved and stopped
+// returns 75; a second SIGTERM or --preempt_grace_s stops them at once (143). With --max_restarts K a failed job is
 // started again, up to K times, with ACC_RESTART_COUNT set (the training programs then resume
 // from their latest checkpoint).
 // Placement: more ranks per machine than cores oversubscribes without binding; otherwise each
@@ -28,6 +30,7 @@ struct LaunchOptions {
   std::string config_file;  // absolute path, or empty
   std::vector<std::pair<std::string, std::string>> overrides;  // config key, value
   int max_restarts = 0;
+  int preempt_grace_s = 30;  // after a preemption notice, SIGTERM to the ranks once this passes
   bool dry_run = false;     // print the mpirun command instead of running it
   std::string hostfile;     // --hostfile, absolute
   std::string host_list;    // --hosts h1,h2

@@ -7,6 +7,7 @@
 #include "acc/distributed/single_process_group.h"
 #include "acc/memory/allocator.h"
 #include "acc/plugin/registry.h"
+#include "acc/runtime/preemption.h"
 #include "acc/runtime/threads.h"
 #include "acc/util/error.h"
 #include "acc/util/log.h"
@@ -55,6 +56,7 @@ void init(int /*argc*/, char** /*argv*/) {
   g_topology = dist::topology_from_env();
   if (g_topology.world_size > 1) log::set_rank(g_topology.rank, g_topology.world_size);
   std::set_terminate(terminate_handler);
+  install_preemption_handler();
 
   const std::string backend = backend_name(g_topology);
   if (backend == "single") {

@@ -4,7 +4,8 @@
 // comm backend plugin when the world has more than one rank, the built-in single-process group
 // otherwise; ACC_COMM_BACKEND names another backend), sizes the thread pools to
 // cores / ranks on this node, and installs a terminate handler: an uncaught exception on one
-// rank is logged and aborts the whole job instead of leaving the other ranks waiting.
+// rank is logged and aborts the whole job instead of leaving the other ranks waiting. It also
+// records SIGUSR1, the preemption notice (runtime/preemption.h).
 #include "acc/distributed/environment.h"
 #include "acc/distributed/process_group.h"
 

@@ -20,6 +20,7 @@
 #include "acc/models/checkpoint.h"
 #include "acc/optim/optim.h"
 #include "acc/runtime/init.h"
+#include "acc/runtime/preemption.h"
 #include "acc/runtime/threads.h"
 #include "acc/train/cli.h"
 #include "acc/train/generate.h"
@@ -307,6 +308,15 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
                    format("val loss %.4f (unigram %.4f)", val, unigram_val));
     }
     if (metrics) metrics->append(row);
+    if (preemption_agreed(world())) {  // every rank stops after this same step
+      const bool saved = o.save_every > 0 && at.step % o.save_every == 0;
+      const auto dir = saved ? checkpoint::latest_checkpoint(o.checkpoint_dir).value()
+                             : checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit));
+      if (bar) bar->close();
+      say("preempted at step " + std::to_string(at.step) + ", checkpoint at " + dir.string() +
+          "; resume with --resume auto");
+      return kPreemptedExitCode;
+    }
   }
   if (bar) bar->close();
   // Each figure says what it covers: the training steps alone, then the whole run.

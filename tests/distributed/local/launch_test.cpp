@@ -117,6 +117,15 @@ TEST(Launch, AnAbortIsOneLineAndOtherMpirunMessagesPass) {
   expected.insert(expected.end(), other.begin(), other.end());
   EXPECT_EQ(shown(lines), expected);
   EXPECT_EQ(shown(lines, /*raw=*/true), lines);
+  // A rank that exited non-zero (a program's error, or a preempted run's 75): one line.
+  const std::string short_rule(55, '-');
+  EXPECT_EQ(shown({short_rule, "Primary job  terminated normally, but 1 process returned",
+                   "a non-zero exit code. Per user-direction, the job has been aborted.", short_rule, rule,
+                   "mpirun detected that one or more processes exited with non-zero status, thus causing",
+                   "the job to be terminated. The first process to do so was:", "",
+                   "  Process name: [[52083,1],1]", "  Exit code:    75", rule,
+                   "mpirun: Forwarding signal 10 to job"}),
+            (std::vector<std::string>{"accelerate launch: rank 1 exited with status 75"}));
   // A banner cut off by the end of the output is shown as it is.
   EXPECT_EQ(shown({rule, "MPI_ABORT was invoked on rank 0"}), (std::vector<std::string>{rule, "MPI_ABORT was invoked on rank 0"}));
 }
