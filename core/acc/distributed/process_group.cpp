@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "acc/distributed/environment.h"
 #include "acc/distributed/traffic.h"
 #include "acc/util/error.h"
 
@@ -35,6 +36,18 @@ void check_avg(const char* op, ReduceOp rop, const Tensor& t) {
 }
 
 }  // namespace
+
+// Nodes as mpirun maps ranks (in blocks of the node's rank count; ACC_RANKS_PER_NODE simulates).
+Span span_of(const std::vector<int>& world_ranks) {
+  if (world_ranks.empty()) return Span::node;
+  const int per_node = topology_from_env().local_size;
+  for (int r : world_ranks)
+    if (r / per_node != world_ranks.front() / per_node) return Span::cross_node;
+  return Span::node;
+}
+
+ProcessGroup::ProcessGroup(std::string name, std::vector<int> world_ranks)
+    : name_(std::move(name)), world_ranks_(std::move(world_ranks)), span_(span_of(world_ranks_)) {}
 
 std::string reduce_op_name(ReduceOp op) { return op == ReduceOp::sum ? "sum" : "avg"; }
 
@@ -84,7 +97,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, cons
             " on rank ", rank(), "; expected input numel ", counts[rank()],
             " and output numel ", total);
   auto work = new_work(CollectiveOp::all_gather, output, {input, output});
-  count_traffic(TrafficKind::all_gather, output.nbytes(), size());
+  count_traffic(TrafficKind::all_gather, output.nbytes(), size(), span_);
   do_all_gather(work, buffer_of(input), buffer_of(output), counts);
   return work;
 }
@@ -118,7 +131,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
   auto work = new_work(CollectiveOp::reduce_scatter, input, {input, output}, -1, static_cast<int>(rop));
-  count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size());
+  count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size(), span_);
   do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
   return work;
 }
@@ -127,7 +140,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, Reduc
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
   auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop));
-  count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size());
+  count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size(), span_);
   do_all_reduce(work, buffer_of(tensor), rop);
   return work;
 }
@@ -137,7 +150,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& tensor, int ro
   ACC_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
             describe(), "; expected 0 <= root < ", size());
   auto work = new_work(CollectiveOp::broadcast, tensor, {tensor}, root);
-  count_traffic(TrafficKind::broadcast, tensor.nbytes(), size());
+  count_traffic(TrafficKind::broadcast, tensor.nbytes(), size(), span_);
   do_broadcast(work, buffer_of(tensor), root);
   return work;
 }
@@ -156,7 +169,7 @@ std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& tensor, int peer, i
   auto work = std::make_shared<Work>(detail::concat("send to rank ", peer, " (tag ", tag, ", ",
                                                     tensor.describe(), ") on ", describe()));
   work->hold({tensor});
-  count_traffic(TrafficKind::send, tensor.nbytes(), size());
+  count_traffic(TrafficKind::send, tensor.nbytes(), size(), span_);
   do_send(work, buffer_of(tensor), peer, tag);
   return work;
 }

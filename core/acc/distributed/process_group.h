@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "acc/distributed/traffic.h"
 #include "acc/distributed/work.h"
 #include "acc/tensor/tensor.h"
 
@@ -102,8 +103,7 @@ class ProcessGroup {
   virtual void finalize() {}
 
  protected:
-  ProcessGroup(std::string name, std::vector<int> world_ranks)
-      : name_(std::move(name)), world_ranks_(std::move(world_ranks)) {}
+  ProcessGroup(std::string name, std::vector<int> world_ranks);
 
   // Backend hooks: arguments are already checked. Each completes `work` (maybe later, from
   // another thread) with mark_done() or mark_failed(message naming op, group and peers).
@@ -127,6 +127,7 @@ class ProcessGroup {
 
   std::string name_;
   std::vector<int> world_ranks_;
+  Span span_;  // whether the ranks share a node, for dist::traffic()
   uint64_t next_seq_ = 0;  // collectives issued on this group so far
 };
 

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "acc/distributed/single_process_group.h"
+#include "acc/distributed/traffic.h"
 #include "acc/memory/allocator.h"
 #include "acc/plugin/registry.h"
 #include "acc/runtime/preemption.h"
@@ -90,6 +91,9 @@ bool initialized() {
 void shutdown() {
   if (profiler::enabled()) {
     log::info("profile (ACC_PROFILE=1), time in marked ops of this rank's threads:\n{}", profiler::report());
+    if (const auto sent = dist::traffic(); sent.total_bytes() > 0)
+      log::info("traffic (ACC_PROFILE=1), what this rank's collectives sent under a ring schedule:\n{}",
+                sent.describe());
     profiler::enable(false);
   }
   std::shared_ptr<dist::ProcessGroup> world;
