@@ -27,6 +27,7 @@
 #include "acc/acc.h"
 #include <filesystem>
 
+#include "acc/distributed/traffic.h"
 #include "acc/memory/allocator.h"
 #include "acc/memory/resident.h"
 #include "acc/runtime/threads.h"
@@ -50,6 +51,7 @@ struct Result {
   int64_t peak_resident = 0;  // VmHWM over the whole case, wrapping included, less VmRSS before
   int64_t resident_before = 0;  // VmRSS before the case: the runtime's own
   int64_t optimizer_state = 0;  // this rank's AdamW state, bytes
+  double node_mb = 0, cross_node_mb = 0;  // per step, this rank's collectives (dist::traffic)
 };
 
 double profiled_seconds(const char* name) {
@@ -78,9 +80,11 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
   memory::reset_peaks();
   profiler::reset();
   profiler::enable(true);
+  dist::reset_traffic();
   const auto start = std::chrono::steady_clock::now();
   for (; it != rank_loader.end(); ++it) step(*it);
   profiler::enable(false);  // before the barrier, which is no step's
+  const dist::Traffic sent = dist::traffic();
   world().barrier();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto n = static_cast<double>(steps);
@@ -88,7 +92,9 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
   for (const Tensor& p : sharded->parameters()) state += 2 * 4 * p.numel();
   return {static_cast<double>(steps * batch * seq) / s, memory::report(),
           profiled_seconds("comm.collective") / n, profiled_seconds("comm.wait") / n,
-          memory::peak_resident_bytes() - resident_before, resident_before, state};
+          memory::peak_resident_bytes() - resident_before, resident_before, state,
+          static_cast<double>(sent.total_bytes(dist::Span::node)) / 1e6 / n,
+          static_cast<double>(sent.total_bytes(dist::Span::cross_node)) / 1e6 / n};
 }
 
 Config fsdp_config(const std::string& strategy, bool bf16) {
@@ -190,6 +196,8 @@ struct Bench {
                      Category::activations, Category::communication})
         rows.push_back({label + " peak " + std::string(memory::category_name(c)), "MB",
                         megabytes(r.peaks[c].peak), 0, "", 0});
+      rows.push_back({label + " sent/step node-local", "MB", r.node_mb, 0, "", 0});
+      rows.push_back({label + " sent/step cross-node", "MB", r.cross_node_mb, 0, "", 0});
       if (world().rank() == 0) std::printf("%s: %.1f tokens/s\n", label.c_str(), r.tokens_per_s);
       std::fflush(stdout);
       if (full) full_shard = r;
