@@ -275,10 +275,7 @@ Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
 ConfigCheck check_config(const std::string& path) {
   ConfigCheck check;
   try {
-    ACC_CHECK(std::filesystem::is_regular_file(path), path, ": no such config file");
-    std::ifstream in(path);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const Config c = Config::from_yaml(text, path);  // not from_file: it would log the notes too
+    const Config c = Config::parse_file(path);  // not from_file: it would log the notes too
     for (const auto& w : c.warnings) check.notes.push_back(path + ": warning: " + w);
     if (!c.not_applicable_keys.empty()) check.notes.push_back(path + ": " + c.not_applicable_note());
     c.validate();

@@ -36,6 +36,16 @@ std::vector<std::string> size_based(nn::Module& root, int64_t min_num_params) {
   return units;
 }
 
+// Whether `name` is a spelling of fsdp_auto_wrap_policy, as config files accept them.
+bool is_wrap_policy_name(const std::string& name) {
+  try {
+    parse_wrap_policy(name, "fsdp_auto_wrap_policy");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 // The named classes, or the model's own blocks when none is named.
 std::vector<std::string> classes_to_wrap(const nn::Module& root, const std::vector<std::string>& named) {
   if (!named.empty()) return named;
@@ -60,10 +70,9 @@ std::vector<std::string> by_class(nn::Module& root, const std::vector<std::strin
     if (matched.count(cls)) continue;
     std::ostringstream os;
     for (const auto& t : present) os << (os.tellp() ? ", " : "") << t;
-    const bool policy_name = cls.find("_WRAP") != std::string::npos;
     ACC_FAIL("fsdp_transformer_layer_cls_to_wrap: class '", cls, "' matches no module of ",
              root.type_name(), "; its module types are: ", os.str(),
-             policy_name ? " ('" + cls + "' is a value of fsdp_auto_wrap_policy, not a class)" : "");
+             is_wrap_policy_name(cls) ? " ('" + cls + "' is a value of fsdp_auto_wrap_policy, not a class)" : "");
   }
   return units;
 }

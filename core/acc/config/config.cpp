@@ -56,13 +56,17 @@ std::string Config::default_path() {
   return (std::filesystem::path(user && *user ? user : ".") / ".cache" / "acc" / "default_config.yaml").string();
 }
 
-Config Config::from_file(const std::string& path) {
+Config Config::parse_file(const std::string& path) {
   ACC_CHECK(std::filesystem::is_regular_file(path), path, ": no such config file");
   std::ifstream in(path);
   ACC_CHECK(in.is_open(), path, ": cannot open the config file");
   std::ostringstream text;
   text << in.rdbuf();
-  Config config = from_yaml(text.str(), path);
+  return from_yaml(text.str(), path);
+}
+
+Config Config::from_file(const std::string& path) {
+  Config config = parse_file(path);
   for (const auto& warning : config.warnings) log::warn("{}: {}", path, warning);
   if (!config.not_applicable_keys.empty())
     log::info("{}: {}", path, config.not_applicable_note());

@@ -174,8 +174,11 @@ struct Config {
   // Every key a file may hold, as "distributed_type", "fsdp_config.fsdp_sharding_strategy", ...,
   // and those of the plugins' sections ("diloco_config.inner_steps").
   static std::vector<std::string> keys();
-  // YAML in Hugging Face accelerate's layout; errors name the file and the key.
+  // YAML in Hugging Face accelerate's layout; errors name the file and the key. Logs the
+  // warnings and the accepted keys that do not apply.
   static Config from_file(const std::string& path);
+  // The same without logging, for a caller that reports them itself (accelerate config validate).
+  static Config parse_file(const std::string& path);
   // The same from text; `source` names it in errors.
   static Config from_yaml(const std::string& text, const std::string& source = "<yaml>");
   // Sets one key from text as a file would spell it ("FULL_SHARD", "bf16", "[2, 2]"); `key` is
@@ -186,7 +189,7 @@ struct Config {
   // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config.
   std::string to_yaml() const;
   // Throws acc::Error naming the field and what is allowed (e.g. fsdp.size < 0,
-  // TRANSFORMER_BASED_WRAP without classes, SPMD without mesh_shape, mesh/axis length mismatch).
+  // SIZE_BASED_WRAP without a size, SPMD without mesh_shape, mesh/axis length mismatch).
   void validate() const;
 
   // The registered strategy to make: dist.strategy when set; else by distributed_type:

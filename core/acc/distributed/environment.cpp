@@ -45,8 +45,7 @@ Topology topology_from_env() {
     t.local_size = per_node;
     t.local_rank = t.rank % per_node;
   }
-  // mpirun maps ranks to nodes in blocks (--map-by slot), so node = rank / local_size.
-  t.node = t.rank / t.local_size;
+  t.node = t.node_of(t.rank);
   t.num_nodes = (t.world_size + t.local_size - 1) / t.local_size;
   return t;
 }

@@ -16,6 +16,9 @@ struct Topology {
   int local_size = 1;  // ranks on its node
   int node = 0;        // index of its node
   int num_nodes = 1;
+
+  // The node of any world rank: mpirun maps ranks to nodes in blocks (--map-by slot).
+  int node_of(int world_rank) const { return world_rank / local_size; }
 };
 
 // From OMPI_COMM_WORLD_RANK/SIZE and OMPI_COMM_WORLD_LOCAL_RANK/LOCAL_SIZE (a single process

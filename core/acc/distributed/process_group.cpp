@@ -37,12 +37,11 @@ void check_avg(const char* op, ReduceOp rop, const Tensor& t) {
 
 }  // namespace
 
-// Nodes as mpirun maps ranks (in blocks of the node's rank count; ACC_RANKS_PER_NODE simulates).
+// Whether the ranks share a node (ACC_RANKS_PER_NODE simulates nodes).
 Span span_of(const std::vector<int>& world_ranks) {
-  if (world_ranks.empty()) return Span::node;
-  const int per_node = topology_from_env().local_size;
+  const Topology topology = topology_from_env();
   for (int r : world_ranks)
-    if (r / per_node != world_ranks.front() / per_node) return Span::cross_node;
+    if (topology.node_of(r) != topology.node_of(world_ranks.front())) return Span::cross_node;
   return Span::node;
 }
 

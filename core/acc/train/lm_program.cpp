@@ -287,9 +287,11 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     last_loss = rank_mean(loss.item());
     if (step == first_step) meter.reset();  // the first step pays for primitive creation and page faults
     else meter.step(o.batch * o.seq);
+    auto save = [&] { return checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit)); };
+    std::optional<std::filesystem::path> saved;  // this step's checkpoint, if any
     if (o.save_every > 0 && at.step % o.save_every == 0) {
-      const auto dir = checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit));
-      if (bar) bar->write("saved " + dir.string());
+      saved = save();
+      if (bar) bar->write("saved " + saved->string());
     }
     if (bar) {
       bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, lr, norm,
@@ -309,9 +311,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     }
     if (metrics) metrics->append(row);
     if (preemption_agreed(world())) {  // every rank stops after this same step
-      const bool saved = o.save_every > 0 && at.step % o.save_every == 0;
-      const auto dir = saved ? checkpoint::latest_checkpoint(o.checkpoint_dir).value()
-                             : checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit));
+      const auto dir = saved ? *saved : save();
       if (bar) bar->close();
       say("preempted at step " + std::to_string(at.step) + ", checkpoint at " + dir.string() +
           "; resume with --resume auto");

@@ -35,10 +35,11 @@ std::string describe() {
   };
   if (const int64_t s = step(); s > 0) part("step " + std::to_string(s));
   if (t_phase) part(t_phase);
-  if (t_unit_kind) {
-    part(t_unit.empty() ? "root " : "");
-    out.append(t_unit_kind);
-    if (!t_unit.empty()) out.append(" ").append(t_unit);
+  if (t_unit_kind) {  // "unit transformer.h.3", "parameter first.bias", "root unit"
+    std::string unit = t_unit.empty() ? "root " : "";
+    unit.append(t_unit_kind);
+    if (!t_unit.empty()) unit.append(" ").append(t_unit);
+    part(unit);
   }
   return out;
 }
