@@ -8,9 +8,9 @@
 // printed as "[rank i] ...". Returns mpirun's status: the first non-zero exit code of any rank
 // (0 when all succeed). SIGINT stops every rank (130). SIGTERM or SIGUSR1 is a preemption
 // notice passed to the ranks as SIGUSR1 (runtime/preemption.h): a run that saved and stopped
-// returns 75; a second SIGTERM or --preempt_grace_s stops them at once (143). With --max_restarts K a failed job is
-// started again, up to K times, with ACC_RESTART_COUNT set (the training programs then resume
-// from their latest checkpoint).
+// returns 75; a second SIGTERM or --preempt_grace_s stops them at once (143). With
+// --max_restarts K a failed job is started again, up to K times, with ACC_RESTART_COUNT set
+// (the training programs then resume from their latest checkpoint).
 // Placement: more ranks per machine than cores oversubscribes without binding; otherwise each
 // rank is bound to its own share of the cores, the threads acc::init gives it.
 // Several machines (num_machines > 1): one mpirun on the main machine starts every rank, as

@@ -6,9 +6,9 @@
 // racing the shutdown; when a rank exits non-zero, two banners ("Primary job terminated
 // normally, but ..." and "mpirun detected that one or more processes exited with non-zero
 // status"). Those become one line naming the rank and its status, and mpirun's "Forwarding
-// signal" goes (launch says why it sent the signal); every other
-// message of mpirun passes unchanged, so a real OpenMPI error still shows. With `raw` nothing
-// is filtered (ACC_LOG_LEVEL=debug or trace).
+// signal" goes (launch says why it sent the signal); every other message of mpirun passes
+// unchanged, so a real OpenMPI error still shows. With `raw` nothing is filtered
+// (ACC_LOG_LEVEL=debug or trace).
 #include <string>
 #include <vector>
 

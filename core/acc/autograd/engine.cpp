@@ -1,11 +1,11 @@
 #include "acc/autograd/engine.h"
-#include "acc/util/activity.h"
 
 #include <unordered_map>
 
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/nan_check.h"
+#include "acc/util/activity.h"
 
 namespace acc::autograd {
 

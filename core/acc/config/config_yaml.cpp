@@ -23,7 +23,6 @@ struct NamedBool {
 constexpr NamedBool kMixedPrecision{"no", "bf16"};
 constexpr NamedBool kReduceDtype{"f32", "bf16"};
 
-// Keys accelerate writes that say nothing acc acts on: each one found gives one warning.
 // Keys Hugging Face accelerate writes that mean nothing for acc on CPUs with one mpirun (GPU,
 // TPU, torch.compile, IPEX and rendezvous settings): accepted, and named once in one line.
 constexpr const char* kNotApplicableKeys[] = {

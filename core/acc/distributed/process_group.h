@@ -12,10 +12,11 @@
 // All ranks of a group must issue the group's collectives in the same order. A backend runs a
 // process's collectives one after another in issue order, across all its groups (point to
 // point may overlap them): a collective may therefore read a buffer an earlier one, still in
-// flight, writes, as FSDP's all-reduce over replicas reads its reduce-scatter's output. Every collective
-// has a sequence number per group and a signature (collective_signature.h) that backends compare
-// across ranks before moving data, so a rank out of order is an error at once, not a hang. The public methods check their
-// arguments (naming op, shapes, dtypes) and hand raw buffers to the backend's do_* hooks.
+// flight, writes, as FSDP's all-reduce over replicas reads its reduce-scatter's output. Every
+// collective has a sequence number per group and a signature (collective_signature.h) that
+// backends compare across ranks before moving data, so a rank out of order is an error at once,
+// not a hang. The public methods check their arguments (naming op, shapes, dtypes) and hand raw
+// buffers to the backend's do_* hooks.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,9 +1,9 @@
 #include "acc/optim/optimizer.h"
-#include "acc/util/activity.h"
 
 #include <algorithm>
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/util/activity.h"
 
 namespace acc::optim {
 

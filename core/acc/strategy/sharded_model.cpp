@@ -1,8 +1,8 @@
 #include "acc/strategy/sharded_model.h"
-#include "acc/util/activity.h"
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/optim/clip_grad.h"
+#include "acc/util/activity.h"
 
 namespace acc {
 
