@@ -9,30 +9,24 @@ dir=$(mktemp -d)
 trap 'pkill -9 -f "$program --config tiny --data $dir" 2>/dev/null; rm -rf "$dir"' EXIT
 "$(dirname "$0")/../token_files.sh" "$dir/data"
 cd "$dir"
+# Always called in a subshell (run ...): it becomes accelerate itself, so `(run ...) &` gives
+# accelerate's pid to signal.
 run() {
-  "$accelerate" launch --num_processes 2 "$program" --config tiny --data "$dir/data" --steps 300 --batch 4 \
-    --seq 16 --val-every 20 --val-batches 2 --sample-tokens 0 --threads 1 "$@"
+  exec "$accelerate" launch --num_processes 2 "$program" --config tiny --data "$dir/data" --steps 300 \
+    --batch 4 --seq 16 --val-every 20 --val-batches 2 --sample-tokens 0 --threads 1 "$@"
 }
 final() { grep -o "final: train loss [0-9.]*.*val loss [0-9.]*" "$1"; }
-# Starts a run in the background (launcher: accelerate's own pid), output in $1; returns once
-# it has passed step 20.
-start_run() {
-  out=$1
-  shift
-  "$accelerate" launch --num_processes 2 "$program" --config tiny --data "$dir/data" --steps 300 --batch 4 \
-    --seq 16 --val-every 20 --val-batches 2 --sample-tokens 0 --threads 1 "$@" >"$out" 2>&1 &
-  launcher=$!
-  for _ in $(seq 1 300); do  # up to 30 s
-    grep -q "step 20:" "$out" && return 0
-    kill -0 $launcher 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$out"; echo "FAIL: the run did not reach step 20"; exit 1
-}
 
-run >straight.txt 2>&1 || { cat straight.txt; echo "FAIL: the uninterrupted run failed"; exit 1; }
+(run) >straight.txt 2>&1 || { cat straight.txt; echo "FAIL: the uninterrupted run failed"; exit 1; }
 
-start_run preempted.txt --checkpoint_dir ckpt --run_dir run
+(run --checkpoint_dir ckpt --run_dir run) >preempted.txt 2>&1 &
+launcher=$!
+for _ in $(seq 1 300); do  # up to 30 s for the run to pass step 20
+  grep -q "step 20:" preempted.txt && break
+  kill -0 $launcher 2>/dev/null || break
+  sleep 0.1
+done
+grep -q "step 20:" preempted.txt || { cat preempted.txt; echo "FAIL: the run did not reach step 20"; exit 1; }
 kill -TERM $launcher
 wait $launcher
 status=$?
@@ -44,7 +38,7 @@ step=$(sed -n 's/.*\[rank 0\] preempted at step \([0-9]*\), checkpoint at .*/\1/
 grep -q "accelerate launch: preempted at step $step, checkpoint at ckpt/step_0*$step; resume with --resume auto" preempted.txt ||
   { echo "FAIL: launch did not report the preemption"; exit 1; }
 [ "$(cat ckpt/latest)" = "$(printf 'step_%06d' "$step")" ] || { echo "FAIL: latest is '$(cat ckpt/latest)'"; exit 1; }
-resumed=$(run --checkpoint_dir ckpt --run_dir run --resume auto 2>&1) || { echo "$resumed"; exit 1; }
+resumed=$( (run --checkpoint_dir ckpt --run_dir run --resume auto) 2>&1) || { echo "$resumed"; exit 1; }
 echo "$resumed" | grep -q "resumed from ckpt/step_0*$step at step $step" || { echo "$resumed"; echo "FAIL: did not resume"; exit 1; }
 final straight.txt
 echo "$resumed" > resumed.txt
