@@ -44,12 +44,17 @@ std::vector<std::pair<int64_t, std::filesystem::path>> step_dirs(const std::file
 std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
                                       int keep) {
   const auto dir = root / step_dir_name(state.position.step);
-  const auto previous = latest_checkpoint(root);
   try {
     save_state(dir, state);
-  } catch (const Error& e) {  // say what a resume would find now
-    ACC_FAIL(e.what(), previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
-                                : "; there is no earlier checkpoint in " + root.string());
+  } catch (const Error& e) {  // say what a resume would find now (latest is untouched so far)
+    std::string left;
+    try {
+      const auto previous = latest_checkpoint(root);
+      left = previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
+                      : "; there is no earlier checkpoint in " + root.string();
+    } catch (const Error&) {  // a damaged latest says so itself at the next resume
+    }
+    ACC_FAIL(e.what(), left);
   }
   std::exception_ptr error;
   if (world().rank() == 0) try {
