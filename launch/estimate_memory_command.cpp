@@ -30,6 +30,8 @@ gpt2-large, gpt2-xl, llama-tiny, llama-small), a model config YAML or a .safeten
   --offload                   fsdp_offload_params: masters, gradients and optimizer state in
                               the offload tier; the table splits each total into the compute
                               tier (gathered, activations, communication) and the offload tier
+  --save_async                checkpoint::save_async (--save_async of the training programs):
+                              a column for the host copy of the state each rank writes from
   --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the rank's share
                               of this machine's memory)
 )";
@@ -71,6 +73,8 @@ Options parse(const std::vector<std::string>& args) {
       o.memory_limit = *bytes;
     } else if (a == "--offload") {
       o.offload = true;
+    } else if (a == "--save_async") {
+      o.workload.save_async = true;
     } else {
       ACC_CHECK(a.rfind("--", 0) != 0, "unknown option '", a, "'\n", kUsage);
       ACC_CHECK(o.model.empty(), "one MODEL expected, got '", o.model, "' and '", a, "'\n", kUsage);
@@ -127,15 +131,19 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   std::cout << "\n" << w.world << " rank" << (w.world > 1 ? "s" : "") << " (" << w.ranks_per_node
             << " per node), global batch " << w.batch << " x " << w.seq << " tokens, "
             << (w.bf16 ? "bf16" : "f32") << " compute, AdamW; bytes per rank\n\n";
-  std::vector<std::string> header{"parameters", "gradients", "optimizer", "gathered", "activations", "comm", "total"};
+  std::vector<std::string> header{"parameters", "gradients", "optimizer", "gathered", "activations", "comm"};
+  if (w.save_async) header.push_back("checkpoint");
+  header.push_back("total");
   if (o.offload) header.insert(header.end(), {"compute", "offload"});
   std::cout << row("strategy", header);
-  auto print = [&](const std::string& name, const estimate::Memory& e) {
+  auto print = [&](const std::string& name, estimate::Memory e) {
+    if (w.save_async && e.checkpoint == 0) e.checkpoint = estimate::async_checkpoint_bytes(shape, w);  // a plugin's row
     std::vector<std::string> cells{
         estimate::format_bytes(e.parameters),  estimate::format_bytes(e.gradients),
         estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
-        estimate::format_bytes(e.activations), estimate::format_bytes(e.communication),
-        estimate::format_bytes(e.total())};
+        estimate::format_bytes(e.activations), estimate::format_bytes(e.communication)};
+    if (w.save_async) cells.push_back(estimate::format_bytes(e.checkpoint));
+    cells.push_back(estimate::format_bytes(e.total()));
     if (o.offload) {
       const int64_t offloaded = e.parameters + e.gradients + e.optimizer_state;
       cells.push_back(estimate::format_bytes(e.total() - offloaded));

@@ -18,7 +18,8 @@
 // A step directory is written as step_X.tmp/, every file fsynced, and renamed only once every
 // rank has finished; `latest` is replaced atomically after. A failure on any rank (a full disk)
 // is an error on every rank and leaves the previous checkpoint as it was. Loading checks the
-// manifest against the model and every checksum before it changes anything.
+// manifest against the model and every checksum before it changes anything. save_async writes
+// on a background thread from a host copy of the state, so training goes on meanwhile.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -67,6 +68,19 @@ void merge_weights(const std::filesystem::path& dir, const std::filesystem::path
 // `keep` step directories stay. Returns the step directory. A collective.
 std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
                                       int keep = 0);
+// save_checkpoint without stopping training for the writing: blocks only while this rank copies
+// its part of the state to host memory (memory::Category::checkpoint; state in the file tier is
+// copied within the file tier), then writes, checksums and fsyncs it on a thread of its own.
+// The copy is freed when the write ends. The save becomes root/latest only when every rank's
+// write has finished, agreed at the next save, load, finish_saves() or acc::shutdown(): a crash
+// during the write leaves the previous checkpoint as latest. Waits for (and commits) the save
+// before it. Returns the step directory it will be. A collective.
+std::filesystem::path save_async(const std::filesystem::path& root, const TrainingState& state,
+                                 int keep = 0);
+// Waits for the asynchronous save still being written, if any, and commits it (root/latest
+// names it), or raises its error on every rank, saying what latest still names. Returns the
+// committed step directory. A collective; save_checkpoint, save_state and load_state call it.
+std::optional<std::filesystem::path> finish_saves();
 // The directory root/latest names, when there is one.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& root);
 // Where to resume from in root: the latest checkpoint, else (latest deleted, or lost with its

@@ -19,12 +19,6 @@ namespace {
 
 constexpr const char* kLatestFile = "latest";
 
-std::string step_dir_name(int64_t step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step_%06lld", static_cast<long long>(step));
-  return buf;
-}
-
 // Complete step directories (no .tmp / .old), oldest first.
 std::vector<std::pair<int64_t, std::filesystem::path>> step_dirs(const std::filesystem::path& root) {
   static const std::regex pattern("step_([0-9]+)");
@@ -41,21 +35,23 @@ std::vector<std::pair<int64_t, std::filesystem::path>> step_dirs(const std::file
 
 }  // namespace
 
-std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
-                                      int keep) {
-  const auto dir = root / step_dir_name(state.position.step);
+std::string step_dir_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%06lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string what_a_resume_finds(const std::filesystem::path& root) {
   try {
-    save_state(dir, state);
-  } catch (const Error& e) {  // say what a resume would find now (latest is untouched so far)
-    std::string left;
-    try {
-      const auto previous = latest_checkpoint(root);
-      left = previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
-                      : "; there is no earlier checkpoint in " + root.string();
-    } catch (const Error&) {  // a damaged latest says so itself at the next resume
-    }
-    ACC_FAIL(e.what(), left);
+    const auto previous = latest_checkpoint(root);
+    return previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
+                    : "; there is no earlier checkpoint in " + root.string();
+  } catch (const Error&) {  // a damaged latest says so itself at the next resume
+    return "";
   }
+}
+
+void point_latest_at(const std::filesystem::path& root, const std::filesystem::path& dir, int keep) {
   std::exception_ptr error;
   if (world().rank() == 0) try {
       io::write_file_atomically(root / kLatestFile, [&](std::ostream& out) {
@@ -72,6 +68,18 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& root, const T
     }
   dist::raise_if_any_failed(world(), "save_checkpoint " + root.string() + ": " + dir.string() +
                             " was saved but updating " + kLatestFile + " failed", error);
+}
+
+std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
+                                      int keep) {
+  finish_saves();
+  const auto dir = root / step_dir_name(state.position.step);
+  try {
+    save_state(dir, state);
+  } catch (const Error& e) {  // say what a resume would find now (latest is untouched so far)
+    ACC_FAIL(e.what(), what_a_resume_finds(root));
+  }
+  point_latest_at(root, dir, keep);
   return dir;
 }
 

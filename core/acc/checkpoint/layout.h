@@ -3,6 +3,7 @@
 // to acc::checkpoint.
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "acc/strategy/sharded_model.h"
@@ -37,5 +38,15 @@ std::filesystem::path temp_dir_for(const std::filesystem::path& dir);
 void sync_path(const std::filesystem::path& path);
 // Renames `tmp` to `dir`, replacing an existing `dir`, and syncs their parent.
 void replace_directory(const std::filesystem::path& tmp, const std::filesystem::path& dir);
+
+// --- a directory of checkpoints (directory.cpp) ---
+// "step_000100".
+std::string step_dir_name(int64_t step);
+// For the message of a failed save into root: "; root/latest still names X", or "; there is no
+// earlier checkpoint in root".
+std::string what_a_resume_finds(const std::filesystem::path& root);
+// Once `dir` in root is committed: root/latest names it, and with keep > 0 only the newest
+// `keep` step directories stay. A collective.
+void point_latest_at(const std::filesystem::path& root, const std::filesystem::path& dir, int keep);
 
 }  // namespace acc::checkpoint

@@ -134,6 +134,7 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
 }  // namespace
 
 Position load_state(const std::filesystem::path& named, TrainingState& state) {
+  finish_saves();  // an asynchronous save of this run may be the one to load
   activity::Phase phase("checkpoint load");
   const std::filesystem::path dir = resolve_checkpoint(named);
   ACC_CHECK(state.model != nullptr, "load_state: TrainingState.model is required");

@@ -1,24 +1,51 @@
-// save_state: every rank writes the pieces it owns into its shard file, rank 0 writes the
-// manifest and commits the directory once every rank has succeeded.
+// SaveJob (save_job.h): every rank writes the pieces it owns into its shard file, rank 0 writes
+// the manifest and commits the directory once every rank has succeeded. save_state runs the
+// three stages inline; save_async (async_save.cpp) runs write() on a thread of its own.
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include <tbb/parallel_for.h>
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
+#include "acc/checkpoint/save_job.h"
 #include "acc/distributed/agreement.h"
 #include "acc/io/safetensors.h"
+#include "acc/memory/allocator.h"
+#include "acc/optim/optimizer.h"
 #include "acc/runtime/init.h"
 #include "acc/util/activity.h"
 #include "acc/util/error.h"
+#include "acc/util/profiler.h"
 
 namespace acc::checkpoint {
+
+// The parameters of model.safetensors (Hugging Face names and layout), taken from the model when
+// a save starts, so that the file may be written on another thread.
+struct FullModelLayout {
+  struct Entry {
+    std::string name;
+    Shape shape;       // acc's layout
+    Shape file_shape;  // Hugging Face's
+    bool transposed = false;
+  };
+  std::vector<Entry> entries;
+
+  explicit FullModelLayout(const ShardedModel& model) {
+    for (const auto& [name, shape] : model.whole_parameter_shapes())
+      entries.push_back({name, shape, file_layout_shape(model.module(), name, shape),
+                         model.module().stored_transposed(name)});
+  }
+};
 
 namespace {
 
@@ -40,11 +67,6 @@ Fault fault_for_this_save(int rank) {
       (nth > 0 && nth != saves))
     return Fault::none;
   return std::string(action) == "kill" ? Fault::kill : Fault::fail;
-}
-
-void inject(Fault fault) {
-  if (fault == Fault::kill) std::raise(SIGKILL);
-  if (fault == Fault::fail) ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
 }
 
 std::string shard_file_name(int rank, int world) {
@@ -104,55 +126,51 @@ std::vector<WrittenRange> written_ranges(const std::vector<ShardedModel::Paramet
   return out;
 }
 
-// This rank's shard file: its owned parameter pieces (unless the model goes to the full file)
-// and their optimizer state. Returns what the manifest needs to know of it.
-Manifest write_shard_file(const std::filesystem::path& tmp, const TrainingState& state,
-                          bool model_in_shards) {
-  const int rank = world().rank();
-  const Fault fault = fault_for_this_save(rank);
+// A copy of `t` in host memory of the tier it lives in (file-tier state is copied into the
+// file tier, so a snapshot of a larger-than-memory model does not need the memory), counted
+// under Category::checkpoint. Copied in 4 MiB blocks over the thread pool.
+Tensor snapshot_of(const Tensor& t) {
+  memory::CategoryScope category(memory::Category::checkpoint);
+  memory::TierScope tier(t.storage()->tier());
+  Tensor copy = Tensor::empty(t.shape(), t.dtype());
+  const auto* from = static_cast<const char*>(t.raw_data());
+  auto* to = static_cast<char*>(copy.raw_data());
+  constexpr size_t kBlock = size_t{4} << 20;
+  const size_t bytes = t.nbytes();
+  tbb::parallel_for(size_t{0}, (bytes + kBlock - 1) / kBlock, [&](size_t b) {
+    std::memcpy(to + b * kBlock, from + b * kBlock, std::min(kBlock, bytes - b * kBlock));
+  });
+  page_out(copy);
+  return copy;
+}
+
+// The items of this rank's shard file: its owned parameter pieces (unless the model goes to the
+// full file) and their optimizer state. A collective (written_ranges).
+std::vector<SaveJob::Item> shard_items(const TrainingState& state, bool model_in_shards) {
   const auto pieces = state.model->parameter_pieces();
   const auto written = written_ranges(pieces);
   const auto slots = optimizer_slots(state.optimizer, pieces);
-
-  struct Item {
-    std::string key;
-    size_t piece;
-    Tensor data;  // the written part
-    std::optional<int64_t> step;
-  };
-  std::vector<Item> items;
+  const models::Model& inner = state.model->module();
+  std::vector<SaveJob::Item> items;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const auto [offset, count] = written[i];
     if (count == 0) continue;
-    auto part = [&](const Tensor& t) { return t.slice_flat(offset, {count}); };
-    if (model_in_shards) items.push_back({pieces[i].name, i, part(pieces[i].master), std::nullopt});
+    const auto& piece = pieces[i];
+    auto item = [&](std::string key, const Tensor& t, std::optional<int64_t> step, bool parameter) {
+      TensorRecord rec;
+      rec.shape = piece.shape;
+      rec.step = step;
+      rec.hf_transposed = parameter && inner.stored_transposed(piece.name);
+      rec.pieces.push_back({"", key, piece.begin + offset, count, 0, false, piece.slice});
+      items.push_back({std::move(key), t.slice_flat(offset, {count}), std::move(rec)});
+    };
+    if (model_in_shards) item(piece.name, piece.master, std::nullopt, true);
     if (!slots[i]) continue;
     const optim::ParamState& s = state.optimizer->state(slots[i]->group, slots[i]->index);
     for (size_t k = 0; k < s.tensors.size(); ++k)  // none before the parameter's first step
-      items.push_back({optimizer_key(state.optimizer->state_names()[k], pieces[i].name), i,
-                       part(s.tensors[k]), s.step});
+      item(optimizer_key(state.optimizer->state_names()[k], piece.name), s.tensors[k], s.step, false);
   }
-  Manifest part;
-  if (items.empty()) return part;
-  const std::string file = shard_file_name(rank, world().size());
-  std::vector<io::SafetensorsEntry> entries;
-  for (const auto& item : items) entries.push_back({item.key, DType::f32, {item.data.numel()}});
-  io::SafetensorsWriter writer(tmp / file, std::move(entries), {{"format", "acc-shard"}});
-  for (size_t n = 0; n < items.size(); ++n) {
-    if (n == items.size() / 2) inject(fault);
-    writer.write(items[n].key, items[n].data.raw_data());
-  }
-  writer.finish();
-  part.files[file] = writer.file_bytes();
-  for (const auto& item : items) {
-    const auto& piece = pieces[item.piece];
-    TensorRecord& rec = part.tensors[item.key];
-    rec.shape = piece.shape;
-    rec.step = item.step;
-    rec.pieces.push_back({file, item.key, piece.begin + written[item.piece].offset, item.data.numel(),
-                          writer.crc32(item.key), false, piece.slice});
-  }
-  return part;
+  return items;
 }
 
 // A [rows, cols] matrix written as its [cols, rows] transpose (Hugging Face's Conv1D layout) a
@@ -170,49 +188,41 @@ void append_transposed(io::SafetensorsWriter& writer, const std::string& name, c
   }
 }
 
-// model.safetensors with Hugging Face names and layout, written by rank 0 while every rank
-// takes part in gathering one unit at a time.
-Manifest write_full_model(const std::filesystem::path& tmp, ShardedModel& model) {
-  const models::Model& inner = model.module();
-  const bool writes = world().rank() == 0;
-  std::optional<io::SafetensorsWriter> writer;
-  std::map<std::string, Shape> shapes;
-  if (writes) {
+// model.safetensors, written by rank 0 as the parameters arrive (whole, in acc's layout).
+class FullModelFile {
+ public:
+  FullModelFile(const std::filesystem::path& tmp, FullModelLayout layout) : layout_(std::move(layout)) {
     std::vector<io::SafetensorsEntry> entries;
-    for (const auto& [name, shape] : model.whole_parameter_shapes()) {
-      shapes[name] = shape;
-      entries.push_back({name, DType::f32, file_layout_shape(inner, name, shape)});
+    for (const auto& e : layout_.entries) {
+      transposed_[e.name] = e.transposed;
+      entries.push_back({e.name, DType::f32, e.file_shape});
     }
-    writer.emplace(tmp / kFullModelFile, std::move(entries), io::SafetensorsMetadata{{"format", "pt"}});
+    writer_.emplace(tmp / kFullModelFile, std::move(entries), io::SafetensorsMetadata{{"format", "pt"}});
   }
-  // A failed write must not stop rank 0 from taking part in the remaining gathers: the other
-  // ranks would wait for it until the collective timeout.
-  std::exception_ptr failed;
-  model.visit_full_parameters([&](const std::vector<std::pair<std::string, Tensor>>& params) {
-    if (!writes || failed) return;
-    try {
-      for (const auto& [name, value] : params)
-        if (inner.stored_transposed(name))
-          append_transposed(*writer, name, value);
-        else
-          writer->write(name, value.raw_data());
-    } catch (...) {
-      failed = std::current_exception();
+  void add(const std::string& name, const Tensor& value) {
+    if (transposed_.at(name))
+      append_transposed(*writer_, name, value);
+    else
+      writer_->write(name, value.raw_data());
+  }
+  Manifest finish() {
+    writer_->finish();
+    Manifest part;
+    part.files[kFullModelFile] = writer_->file_bytes();
+    for (const auto& e : layout_.entries) {
+      TensorRecord& rec = part.tensors[e.name];
+      rec.shape = e.shape;
+      rec.hf_transposed = e.transposed;
+      rec.pieces.push_back({kFullModelFile, e.name, 0, shape_numel(e.shape), writer_->crc32(e.name), e.transposed});
     }
-  });
-  if (failed) std::rethrow_exception(failed);
-  Manifest part;
-  if (!writes) return part;
-  writer->finish();
-  part.files[kFullModelFile] = writer->file_bytes();
-  for (const auto& [name, shape] : shapes) {
-    TensorRecord& rec = part.tensors[name];
-    rec.shape = shape;
-    rec.pieces.push_back({kFullModelFile, name, 0, shape_numel(shape), writer->crc32(name),
-                          inner.stored_transposed(name)});
+    return part;
   }
-  return part;
-}
+
+ private:
+  FullModelLayout layout_;
+  std::map<std::string, bool> transposed_;
+  std::optional<io::SafetensorsWriter> writer_;
+};
 
 void merge_into(Manifest& into, const Manifest& part) {
   for (const auto& [file, bytes] : part.files) into.files[file] = bytes;
@@ -220,6 +230,7 @@ void merge_into(Manifest& into, const Manifest& part) {
     TensorRecord& t = into.tensors[key];
     t.shape = rec.shape;
     t.step = rec.step;
+    t.hf_transposed = t.hf_transposed || rec.hf_transposed;
     t.pieces.insert(t.pieces.end(), rec.pieces.begin(), rec.pieces.end());
   }
 }
@@ -259,67 +270,147 @@ void commit(const std::filesystem::path& tmp, const std::filesystem::path& dir,
 
 }  // namespace
 
-void save_state(const std::filesystem::path& dir, const TrainingState& state) {
+SaveJob::SaveJob(const std::filesystem::path& dir, const TrainingState& state, bool snapshot)
+    : dir_(dir), tmp_(temp_dir_for(dir)), main_(world().rank() == 0) {
   activity::Phase phase("checkpoint save");
   ACC_CHECK(state.model != nullptr, "save_state: TrainingState.model is required");
   autograd::NoGradGuard no_grad;
-  auto& group = world();
-  const bool main = group.rank() == 0;
-  const bool full = state.config &&
-                    state.config->dist.fsdp.state_dict_type == StateDictType::FULL_STATE_DICT;
-  const std::filesystem::path tmp = temp_dir_for(dir);
-  const std::string what = "save_state " + dir.string() + ": ";
+  full_ = state.config && state.config->dist.fsdp.state_dict_type == StateDictType::FULL_STATE_DICT;
+  what_ = "save_state " + dir.string() + ": ";
   // What a failed save leaves, said only when true: dir is replaced only by a finished save.
-  const std::string kept = std::filesystem::exists(dir / kManifestFile)
-                               ? "; the checkpoint already in " + dir.string() + " is kept"
-                               : "; nothing was saved to " + dir.string();
+  kept_ = std::filesystem::exists(dir / kManifestFile)
+              ? "; the checkpoint already in " + dir.string() + " is kept"
+              : "; nothing was saved to " + dir.string();
+  const Fault fault = fault_for_this_save(world().rank());
+  inject_kill_ = fault == Fault::kill;
+  inject_fail_ = fault == Fault::fail;
+  if (main_) try {
+      std::filesystem::remove_all(tmp_);
+      std::filesystem::create_directories(tmp_);
+      run_ = describe_run(state, full_);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  agree("cannot create " + tmp_.string());
 
-  std::exception_ptr error;
-  // Every rank learns of any rank's failure; rank 0 then removes the unfinished directory.
-  auto agree = [&](const std::string& failure) {
+  items_ = shard_items(state, !full_);
+  shard_file_ = shard_file_name(world().rank(), world().size());
+  snapshot_ = snapshot;
+  if (snapshot) optim::hold_steps_until(copied_.get_future().share());
+  if (!full_) return;
+  // Every rank takes part in gathering one unit at a time. Rank 0 writes each as it arrives, or
+  // copies it to write later; a failed write must not stop it from taking part in the remaining
+  // gathers (the other ranks would wait for it until the collective timeout).
+  std::optional<FullModelFile> file;
+  if (main_) try {
+      if (snapshot)
+        full_layout_ = std::make_unique<FullModelLayout>(*state.model);
+      else
+        file.emplace(tmp_, FullModelLayout(*state.model));
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  state.model->visit_full_parameters([&](const std::vector<std::pair<std::string, Tensor>>& params) {
+    if (!main_ || error_) return;
     try {
-      dist::raise_if_any_failed(group, what + failure, error);
+      for (const auto& [name, value] : params)
+        if (file) {
+          file->add(name, value);
+        } else {
+          full_copy_.emplace_back(name, snapshot_of(value));
+        }
     } catch (...) {
-      std::error_code ignored;
-      if (main) std::filesystem::remove_all(tmp, ignored);
-      throw;
+      error_ = std::current_exception();
     }
-  };
-  if (main) try {
-      std::filesystem::remove_all(tmp);
-      std::filesystem::create_directories(tmp);
+  });
+  if (file && !error_) try {
+      merge_into(part_, file->finish());
     } catch (...) {
-      error = std::current_exception();
+      error_ = std::current_exception();
     }
-  agree("cannot create " + tmp.string());
+}
 
-  Manifest part;
+SaveJob::~SaveJob() = default;
+
+void SaveJob::write() noexcept {
+  if (snapshot_) {  // the copy the next optimizer step waits for
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      if (!error_)
+        for (auto& item : items_) item.data = snapshot_of(item.data);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    copied_.set_value();
+    profiler::add("checkpoint.snapshot", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  /*alongside=*/true);
+  }
+  if (error_) return;  // rank 0's FULL write or the copy already failed
   try {
-    part = write_shard_file(tmp, state, !full);
+    if (full_layout_) {  // FULL_STATE_DICT from the snapshot
+      FullModelFile file(tmp_, *full_layout_);
+      for (const auto& [name, value] : full_copy_) file.add(name, value);
+      merge_into(part_, file.finish());
+      full_copy_.clear();
+    }
+    if (!items_.empty()) {
+      const std::string& file = shard_file_;
+      std::vector<io::SafetensorsEntry> entries;
+      for (const auto& item : items_) entries.push_back({item.key, DType::f32, {item.data.numel()}});
+      io::SafetensorsWriter writer(tmp_ / file, std::move(entries), {{"format", "acc-shard"}});
+      for (size_t n = 0; n < items_.size(); ++n) {
+        if (n == items_.size() / 2 && inject_kill_) std::raise(SIGKILL);
+        if (n == items_.size() / 2 && inject_fail_)
+          ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
+        writer.write(items_[n].key, items_[n].data.raw_data());
+      }
+      writer.finish();
+      part_.files[file] = writer.file_bytes();
+      for (auto& item : items_) {
+        PieceRecord& piece = item.record.pieces.front();
+        piece.file = file;
+        piece.crc32 = writer.crc32(item.key);
+        Manifest one;
+        one.tensors[item.key] = item.record;
+        merge_into(part_, one);
+      }
+    }
   } catch (...) {
-    error = std::current_exception();
+    error_ = std::current_exception();
   }
-  agree("writing the shards failed" + kept);
-  if (full) {
-    try {
-      merge_into(part, write_full_model(tmp, *state.model));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    agree(std::string("writing ") + kFullModelFile + " failed" + kept);
-  }
+  items_.clear();  // the snapshot's memory goes back now, not at the next save
+  full_copy_.clear();
+}
 
-  const auto parts = dist::all_gather_strings(group, part.to_json());
-  if (main) try {
-      Manifest manifest = describe_run(state, full);
-      for (const auto& text : parts) merge_into(manifest, Manifest::parse(text, "a rank's part of the manifest"));
-      for (auto& [key, rec] : manifest.tensors)
-        rec.hf_transposed = !is_optimizer_key(key) && state.model->module().stored_transposed(key);
-      commit(tmp, dir, manifest);
+void SaveJob::finish() {
+  activity::Phase phase("checkpoint save");
+  agree("writing failed" + kept_);
+  const auto parts = dist::all_gather_strings(world(), part_.to_json());
+  if (main_) try {
+      for (const auto& text : parts) merge_into(run_, Manifest::parse(text, "a rank's part of the manifest"));
+      commit(tmp_, dir_, run_);
     } catch (...) {
-      error = std::current_exception();
+      error_ = std::current_exception();
     }
-  agree("committing failed" + kept);
+  agree("committing failed" + kept_);
+}
+
+// Every rank learns of any rank's failure; rank 0 then removes the unfinished directory.
+void SaveJob::agree(const std::string& failure) {
+  try {
+    dist::raise_if_any_failed(world(), what_ + failure, error_);
+  } catch (...) {
+    std::error_code ignored;
+    if (main_) std::filesystem::remove_all(tmp_, ignored);
+    throw;
+  }
+}
+
+void save_state(const std::filesystem::path& dir, const TrainingState& state) {
+  finish_saves();
+  SaveJob job(dir, state, /*snapshot=*/false);
+  job.write();
+  job.finish();
 }
 
 }  // namespace acc::checkpoint

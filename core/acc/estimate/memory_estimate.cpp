@@ -133,7 +133,12 @@ Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
   // gradients (FSDP's reduce window).
   if (w.world > 1 && w.wrap_blocks && s.layers > 0) e.activations += 4 * s.block_parameters;
   e.communication = communication_bytes(w);
+  if (w.save_async) e.checkpoint = async_checkpoint_bytes(s, w);
   return e;
+}
+
+int64_t async_checkpoint_bytes(const ModelShape& shape, const Workload& w) {
+  return 12 * shape.parameters / std::max(1, w.world);
 }
 
 int64_t communication_bytes(const Workload& w) {

@@ -25,6 +25,7 @@ struct Workload {
   bool bf16 = false;
   bool wrap_blocks = true;  // each transformer block its own unit (else one unit, the whole model)
   bool vocab_parallel = true;  // fsdp_vocab_parallel: sharded strategies split embedding and head by rows
+  bool save_async = false;     // checkpoint::save_async: a host copy of the state while it writes
 };
 
 struct Plan {
@@ -34,11 +35,14 @@ struct Plan {
 std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing"
 
 // Bytes per rank by the allocator's categories. parameters, gradients and optimizer_state are
-// held between steps; gathered and activations are the highest during a step.
+// held between steps; gathered and activations are the highest during a step; checkpoint is the
+// host copy an asynchronous save writes from (Workload::save_async).
 struct Memory {
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, gathered = 0, activations = 0,
-          communication = 0;
-  int64_t total() const { return parameters + gradients + optimizer_state + gathered + activations + communication; }
+          communication = 0, checkpoint = 0;
+  int64_t total() const {
+    return parameters + gradients + optimizer_state + gathered + activations + communication + checkpoint;
+  }
 };
 
 struct Estimate : Memory {
@@ -56,6 +60,10 @@ int64_t activation_bytes(const ModelShape& shape, int64_t batch_per_rank, int64_
                          int vocab_ranks = 1);
 
 Estimate estimate(const ModelShape& shape, const Plan& plan, const Workload& w);
+// The host copy of an asynchronous save (SHARDED_STATE_DICT) per rank, whatever the strategy:
+// the f32 masters and AdamW's two moments, 12Ψ bytes, written once over all the ranks (replicas
+// take turns), so 12Ψ/world. It lives while the next step runs, until the write has finished.
+int64_t async_checkpoint_bytes(const ModelShape& shape, const Workload& w);
 // What the comm backend holds per rank whatever the strategy (its staging buffers).
 int64_t communication_bytes(const Workload& w);
 

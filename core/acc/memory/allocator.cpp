@@ -137,6 +137,7 @@ std::string_view category_name(Category c) {
     case Category::optimizer_state: return "optimizer_state";
     case Category::activations: return "activations";
     case Category::communication: return "communication";
+    case Category::checkpoint: return "checkpoint";
     case Category::other: return "other";
   }
   return "unknown";

@@ -17,9 +17,10 @@ enum class Category : uint8_t {
   optimizer_state,
   activations,
   communication,
+  checkpoint,  // the host copy an asynchronous save writes from (checkpoint::save_async)
   other,
 };
-inline constexpr size_t kNumCategories = 6;
+inline constexpr size_t kNumCategories = 7;
 inline constexpr size_t kAlignment = 64;
 
 std::string_view category_name(Category c);

@@ -1,11 +1,37 @@
 #include "acc/optim/optimizer.h"
 
 #include <algorithm>
+#include <mutex>
+#include <vector>
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/util/activity.h"
+#include "acc/util/profiler.h"
 
 namespace acc::optim {
+
+namespace {
+
+std::mutex g_holds_mutex;
+std::vector<std::shared_future<void>> g_holds;  // hold_steps_until
+
+void wait_for_holds() {
+  std::vector<std::shared_future<void>> holds;
+  {
+    std::lock_guard lock(g_holds_mutex);
+    holds.swap(g_holds);
+  }
+  if (holds.empty()) return;
+  ACC_PROFILE("checkpoint.wait");  // what the step waited for an asynchronous save's copy
+  for (const auto& ready : holds) ready.wait();
+}
+
+}  // namespace
+
+void hold_steps_until(std::shared_future<void> ready) {
+  std::lock_guard lock(g_holds_mutex);
+  g_holds.push_back(std::move(ready));
+}
 
 std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
   ParamGroup group;
@@ -47,6 +73,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr,
 void Optimizer::step() {
   autograd::NoGradGuard no_grad;
   activity::Phase phase("optimizer step");
+  wait_for_holds();
   ++steps_;
   for (size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];

@@ -6,6 +6,7 @@
 // memory tier of its parameter.
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,13 +38,19 @@ struct ParamState {
   int64_t step = 0;
 };
 
+// Holds off every Optimizer::step() of this process until `ready` is: for a reader of the
+// parameters and optimizer state on another thread (checkpoint::save_async copying them while
+// the next forward and backward run). Several holds may be active; step() waits for them all.
+void hold_steps_until(std::shared_future<void> ready);
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // Updates every parameter that has a gradient (under no-grad).
+  // Updates every parameter that has a gradient (under no-grad), once every hold_steps_until()
+  // is ready.
   void step();
   // set_to_none drops gradients; otherwise zeroes them in place.
   void zero_grad(bool set_to_none = true);

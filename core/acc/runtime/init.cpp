@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <vector>
 
 #include "acc/distributed/single_process_group.h"
 #include "acc/distributed/traffic.h"
@@ -18,6 +19,7 @@ namespace acc {
 namespace {
 
 std::mutex g_mutex;
+std::vector<std::function<void()>> g_shutdown_work;  // at_shutdown
 std::shared_ptr<dist::ProcessGroup> g_world;
 dist::Topology g_topology;
 bool g_initialized = false;
@@ -88,7 +90,22 @@ bool initialized() {
   return g_initialized;
 }
 
+void at_shutdown(std::function<void()> work) {
+  std::lock_guard lock(g_mutex);
+  g_shutdown_work.push_back(std::move(work));
+}
+
 void shutdown() {
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard lock(g_mutex);
+    if (g_world) work.swap(g_shutdown_work);
+  }
+  for (const auto& fn : work) try {
+      fn();
+    } catch (const std::exception& e) {
+      log::error("at shutdown: {}", e.what());
+    }
   if (profiler::enabled()) {
     log::info("profile (ACC_PROFILE=1), time in marked ops of this rank's threads:\n{}", profiler::report());
     if (const auto sent = dist::traffic(); sent.total_bytes() > 0)

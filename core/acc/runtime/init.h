@@ -6,6 +6,8 @@
 // cores / ranks on this node, and installs a terminate handler: an uncaught exception on one
 // rank is logged and aborts the whole job instead of leaving the other ranks waiting. It also
 // records SIGUSR1, the preemption notice (runtime/preemption.h).
+#include <functional>
+
 #include "acc/distributed/environment.h"
 #include "acc/distributed/process_group.h"
 
@@ -14,8 +16,13 @@ namespace acc {
 // Safe to call once per process; argc/argv are reserved for runtime flags (none yet).
 void init(int argc, char** argv);
 bool initialized();
-// Releases the world group (finalizing MPI). Runs at exit if not called; idempotent.
+// Runs the at_shutdown work, then releases the world group (finalizing MPI). Runs at exit if
+// not called; idempotent.
 void shutdown();
+// Work for shutdown() to do first, while the world group still exists (every rank runs it):
+// committing an asynchronous checkpoint still being written. An exception is logged, not thrown.
+// Registered work runs once, in the order registered.
+void at_shutdown(std::function<void()> work);
 
 // The world group and this process's topology; init() must have run.
 dist::ProcessGroup& world();

@@ -55,6 +55,8 @@ options:
   --save FILE          write the trained weights as .safetensors at the end
   --save_every N       a checkpoint every N steps into --checkpoint_dir [0: none]
   --save_total_limit K keep only the newest K checkpoints [0: all]
+  --save_async         write checkpoints on a background thread while training goes on;
+                       the step waits only for a copy of the state in host memory
   --run_dir DIR        where metrics.csv goes (accelerate plot DIR draws it) [runs/PROGRAM]
   --checkpoint_dir DIR where checkpoints go: DIR/step_000100, DIR/latest [checkpoints]
   --resume [auto|DIR]  continue from DIR, or from the latest checkpoint (--resume: it must
@@ -72,7 +74,7 @@ struct Options {
   int64_t steps, batch, seq, warmup, val_every, val_batches, sample_tokens, threads;
   int64_t save_every, save_total_limit;
   double lr, weight_decay, clip;
-  bool bf16;
+  bool bf16, save_async;
   uint64_t seed;
 };
 
@@ -97,6 +99,7 @@ Options parse(int argc, char** argv, const std::string& program) {
   o.save = args.get("save", "");
   o.save_every = args.get_int("save_every", 0);
   o.save_total_limit = args.get_int("save_total_limit", 0);
+  o.save_async = args.flag("save_async");
   o.checkpoint_dir = args.get("checkpoint_dir", "checkpoints");
   o.run_dir = args.get("run_dir", "runs/" + program);
   o.resume = args.get_optional("resume");
@@ -287,12 +290,15 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     last_loss = rank_mean(loss.item());
     if (step == first_step) meter.reset();  // the first step pays for primitive creation and page faults
     else meter.step(o.batch * o.seq);
-    auto save = [&] { return checkpoint::save_checkpoint(o.checkpoint_dir, state, static_cast<int>(o.save_total_limit)); };
+    auto save = [&] {
+      const int keep = static_cast<int>(o.save_total_limit);
+      const auto dir = o.save_async ? checkpoint::save_async(o.checkpoint_dir, state, keep)
+                                    : checkpoint::save_checkpoint(o.checkpoint_dir, state, keep);
+      if (bar) bar->write(std::string(o.save_async ? "saving " : "saved ").append(dir.string()));
+      return dir;
+    };
     std::optional<std::filesystem::path> saved;  // this step's checkpoint, if any
-    if (o.save_every > 0 && at.step % o.save_every == 0) {
-      saved = save();
-      if (bar) bar->write("saved " + saved->string());
-    }
+    if (o.save_every > 0 && at.step % o.save_every == 0) saved = save();
     if (bar) {
       bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, lr, norm,
                               meter.tokens_per_second()) +
@@ -312,6 +318,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     if (metrics) metrics->append(row);
     if (preemption_agreed(world())) {  // every rank stops after this same step
       const auto dir = saved ? *saved : save();
+      checkpoint::finish_saves();
       if (bar) bar->close();
       say("preempted at step " + std::to_string(at.step) + ", checkpoint at " + dir.string() +
           "; resume with --resume auto");
@@ -319,6 +326,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     }
   }
   if (bar) bar->close();
+  if (const auto dir = checkpoint::finish_saves()) say("saved " + dir->string());
   // Each figure says what it covers: the training steps alone, then the whole run.
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +

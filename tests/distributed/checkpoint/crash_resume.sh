@@ -1,18 +1,19 @@
 #!/bin/sh
-# crash_resume.sh ACCELERATE TRAIN_GPT2: a 2-rank training run whose rank 1 is killed in the
-# middle of its second checkpoint leaves the first one as `latest`, intact; `--resume auto`
-# continues from it and ends with exactly the losses of a run that was never interrupted; so
-# does `accelerate launch --max_restarts 1` by itself.
+# crash_resume.sh ACCELERATE TRAIN_GPT2 [OPTION]: a 2-rank training run whose rank 1 is killed
+# in the middle of its second checkpoint leaves the first one as `latest`, intact; `--resume
+# auto` continues from it and ends with exactly the losses of a run that was never interrupted;
+# so does `accelerate launch --max_restarts 1` by itself. OPTION (--save_async) goes to every
+# run: then rank 1 dies on its background writing thread while training goes on.
 set -eu
-accelerate=$1 program=$2
+accelerate=$1 program=$2 option=${3:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$(dirname "$0")/../token_files.sh" "$dir/data"
 cd "$dir"
 run() {
-  # shellcheck disable=SC2086 # launch_opts holds separate words
+  # shellcheck disable=SC2086 # launch_opts holds separate words, option is one or none
   "$accelerate" launch --num_processes 2 ${launch_opts:-} "$program" --config tiny --data data --steps 6 --batch 4 \
-    --seq 16 --val-every 3 --val-batches 2 --sample-tokens 0 --threads 1 "$@" 2>&1
+    --seq 16 --val-every 3 --val-batches 2 --sample-tokens 0 --threads 1 $option "$@" 2>&1
 }
 final() { echo "$1" | grep -o "final: train loss [0-9.]*.*val loss [0-9.]*"; }
 
