@@ -131,6 +131,26 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
   return plan;
 }
 
+// This rank's share of checking the checkpoint: every piece the load reads (on any rank), each
+// given to one rank, largest first to the rank with the fewest bytes so far. Each byte is then
+// checked once across the job, not once by every rank that reads it (all of them, for the
+// model file of a FULL_STATE_DICT checkpoint).
+std::vector<const PieceRecord*> verify_share(const Manifest& manifest, bool with_optimizer, int rank, int world) {
+  std::vector<const PieceRecord*> all;
+  for (const auto& [key, rec] : manifest.tensors)
+    if (with_optimizer || !is_optimizer_key(key))
+      for (const auto& piece : rec.pieces) all.push_back(&piece);
+  std::stable_sort(all.begin(), all.end(), [](const PieceRecord* a, const PieceRecord* b) { return a->count > b->count; });
+  std::vector<int64_t> assigned(static_cast<size_t>(world), 0);
+  std::vector<const PieceRecord*> mine;
+  for (const PieceRecord* piece : all) {
+    const auto least = std::min_element(assigned.begin(), assigned.end());
+    *least += piece->count;
+    if (least - assigned.begin() == rank) mine.push_back(piece);
+  }
+  return mine;
+}
+
 }  // namespace
 
 Position load_state(const std::filesystem::path& named, TrainingState& state) {
@@ -150,9 +170,7 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state);
     files.emplace(dir, manifest);
-    plan.for_each_target([&](Target& t) {
-      for (const auto& r : t.reads) files->verify(*r.piece);
-    });
+    files->verify_all(verify_share(manifest, state.optimizer != nullptr, group.rank(), group.size()));
   } catch (...) {
     error = std::current_exception();
   }
@@ -165,6 +183,9 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
       s.step = *fill.step;
       for (size_t k = 0; k < fill.tensors.size(); ++k) fill.tensors[k].dst = s.tensors[k];
     }
+    plan.for_each_target([&](Target& t) {
+      for (const auto& r : t.reads) files->will_read(*r.piece, r.entry_at, r.count);
+    });
     plan.for_each_target([&](Target& t) {
       for (const auto& r : t.reads)
         files->read(*r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at);

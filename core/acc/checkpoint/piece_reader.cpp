@@ -1,9 +1,14 @@
 #include "acc/checkpoint/piece_reader.h"
 
 #include <algorithm>
+#include <exception>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <tuple>
 #include <vector>
+
+#include <tbb/parallel_for.h>
 
 #include "acc/checkpoint/layout.h"
 #include "acc/ops/ops.h"
@@ -37,7 +42,31 @@ const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
 
 void PieceReader::verify(const PieceRecord& piece) {
   if (!verified_.insert(piece.file + '\n' + piece.entry).second) return;
-  const auto& r = reader(piece.file);
+  check_crc(reader(piece.file), piece);
+}
+
+void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces) {
+  std::vector<std::pair<const io::SafetensorsReader*, const PieceRecord*>> todo;
+  for (const PieceRecord* piece : pieces)
+    if (verified_.insert(piece->file + '\n' + piece->entry).second) todo.emplace_back(&reader(piece->file), piece);
+  std::mutex mutex;
+  std::exception_ptr first;  // the first failure in the pieces' order
+  size_t first_at = todo.size();
+  tbb::parallel_for(size_t{0}, todo.size(), size_t{1}, [&](size_t i) {
+    try {
+      check_crc(*todo[i].first, *todo[i].second);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (i < first_at) {
+        first_at = i;
+        first = std::current_exception();
+      }
+    }
+  });
+  if (first) std::rethrow_exception(first);
+}
+
+void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& piece) const {
   ACC_CHECK(r.contains(piece.entry), piece.file, " has no entry \"", piece.entry, "\"");
   const auto& e = r.entry(piece.entry);
   ACC_CHECK(e.dtype == DType::f32 && e.numel() == piece.count, piece.file, ": \"", piece.entry,
@@ -71,13 +100,38 @@ void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count
     r.read_range_into(piece.entry, entry_at, entry_at + count, dst);
     return;
   }
-  // Stored [in, out] (Hugging Face's Conv1D): the whole tensor, turned back once for all the
-  // runs a sliced destination reads of it.
-  if (turned_piece_ != &piece) {
-    turned_ = ops::transpose(r.read(piece.entry));
+  // Stored [in, out] (Hugging Face's Conv1D): the rows [first, last) of acc's [out, in] that the
+  // announced reads cross are columns of the stored matrix, read as one run per stored row.
+  const bool cached = turned_piece_ == &piece && entry_at >= turned_from_ &&
+                      entry_at + count <= turned_from_ + turned_.numel();
+  if (!cached) {
+    const Shape& stored = r.entry(piece.entry).shape;
+    ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
+    const int64_t cols = stored[0], rows = stored[1];  // acc's layout: [rows, cols]
+    auto [begin, end] = std::pair{entry_at, entry_at + count};
+    if (const auto it = announced_.find(&piece); it != announced_.end())
+      std::tie(begin, end) = std::pair{std::min(begin, it->second.first), std::max(end, it->second.second)};
+    const int64_t first = begin / cols, last = (end + cols - 1) / cols, n = last - first;
+    Tensor part = Tensor::empty({cols, n});  // stored rows, cut to the columns [first, last)
+    if (2 * n >= rows) {  // most of each stored row: read it whole
+      const Tensor whole = r.read(piece.entry);
+      for (int64_t c = 0; c < cols; ++c)
+        std::copy_n(whole.data<float>() + c * rows + first, n, part.data<float>() + c * n);
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        r.read_range_into(piece.entry, c * rows + first, c * rows + last, part.data<float>() + c * n);
+    }
+    turned_ = ops::transpose(part);
     turned_piece_ = &piece;
+    turned_from_ = first * cols;
   }
-  std::copy_n(turned_.data<float>() + entry_at, count, dst);
+  std::copy_n(turned_.data<float>() + (entry_at - turned_from_), count, dst);
+}
+
+void PieceReader::will_read(const PieceRecord& piece, int64_t entry_at, int64_t count) {
+  if (!piece.transposed) return;
+  const auto [it, added] = announced_.try_emplace(&piece, entry_at, entry_at + count);
+  if (!added) it->second = {std::min(it->second.first, entry_at), std::max(it->second.second, entry_at + count)};
 }
 
 }  // namespace acc::checkpoint

@@ -32,19 +32,29 @@ class PieceReader {
 
   // Reads the piece's entry once, in chunks (at most 16 MB held), and compares its checksum.
   void verify(const PieceRecord& piece);
+  // verify() of every piece, over the thread pool (the files are opened first, in order).
+  void verify_all(const std::vector<const PieceRecord*>& pieces);
   // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
-  // layout: a transposed entry is turned back, and kept for the next read of the same entry).
+  // layout: of a transposed entry, the rows the reads cross are turned back, and kept for the
+  // next read of the same entry).
   void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst);
+  // Announces a read() of [entry_at, entry_at + count) of a transposed piece, so that the first
+  // read turns back every row the announced reads cross, once (default: the rows of each read).
+  void will_read(const PieceRecord& piece, int64_t entry_at, int64_t count);
 
  private:
   const io::SafetensorsReader& reader(const std::string& file);
+  // The checksum comparison of verify(), on a reader already open: safe on several threads.
+  void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece) const;
 
   std::filesystem::path dir_;
   const Manifest& manifest_;
   std::map<std::string, io::SafetensorsReader> readers_;
   std::set<std::string> verified_;
+  std::map<const PieceRecord*, std::pair<int64_t, int64_t>> announced_;  // [begin, end) per piece
   const PieceRecord* turned_piece_ = nullptr;
-  Tensor turned_;  // turned_piece_'s entry, transposed back
+  int64_t turned_from_ = 0;  // first element of turned_piece_'s entry that turned_ holds
+  Tensor turned_;            // whole rows of turned_piece_'s entry, in the tensor's own layout
 };
 
 }  // namespace acc::checkpoint
