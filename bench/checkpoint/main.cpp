@@ -1,13 +1,22 @@
 // bench_checkpoint: save and load time of acc::checkpoint for GPT-2 under FULL_SHARD (wrap
-// class GPT2Block, AdamW with its state allocated by one step), sharded and full, next to the
-// disk's raw write bandwidth measured in the same run on the same directory; and the extra
-// memory a FULL_STATE_DICT save needs on rank 0 (the writer) next to the largest FSDP unit.
+// class GPT2Block, AdamW with its state allocated by one step), sharded, full and asynchronous,
+// next to the disk's raw write and read bandwidth measured in the same run on the same
+// directory; and the extra memory a FULL_STATE_DICT save needs on rank 0 (the writer) next to
+// the largest FSDP unit.
 // One world size per run: run.sh runs 1, 2 and 4 ranks and leaves bench/results/checkpoint.json.
 //   bench_checkpoint [--model small|medium|tiny] [--dir DIR] [--repeats 3] [--out FILE]
 // Ceilings and targets:
 //   sharded save bandwidth (total bytes of the checkpoint / time, fsync included) against the
 //     raw write ceiling: every rank write()s as many bytes as its shard file to a file of its
-//     own in the same directory, then fsync()s it, all at once (target >= 0.5x);
+//     own in the same directory, then fsync()s it, all at once (target >= 0.8x);
+//   the time an asynchronous save blocks training against the synchronous sharded save (target
+//     <= 0.1x): save_async, then one training step (4 sequences of 128 tokens per rank) whose
+//     optimizer update waits for the copy of the state: the time save_async takes plus that
+//     wait (profiler mark checkpoint.wait). Reported beside it: how much longer that step took
+//     than one without a save (on 2 cores the background copy and write compete with the
+//     step's threads), and the time until the commit (finish_saves() right after);
+//   FULL load time against a raw read: every rank read()s that file back, all at once (a page
+//     cache read, as the loads are) (target: load >= 0.8x the raw read's speed);
 //   allocator peak during the FULL save minus what was live before it, rank 0, against the f32
 //     bytes of the largest wrap unit (a GPT2Block, or the root: everything outside the blocks,
 //     the embeddings) (target <= 1x).
@@ -40,6 +49,7 @@
 #include "acc/runtime/threads.h"
 #include "acc/train/cli.h"
 #include "acc/util/error.h"
+#include "acc/util/profiler.h"
 #include "support/measure.h"
 #include "support/random_tokens.h"
 
@@ -105,10 +115,36 @@ struct RawWrite {
   double seconds = 0;        // slowest rank: open + write + fsync + close
   double write_seconds = 0;  // slowest rank's write() part (into the page cache)
   double fsync_seconds = 0;  // slowest rank's fsync() part
+  double read_seconds = 0;   // slowest rank: reading the file back (open + read + close)
 };
 
+// Every rank reads `file` with read() into a 64 MiB buffer, all ranks at once.
+double raw_read(const fs::path& file) {
+  std::vector<char> buffer(size_t{64} << 20);
+  std::string failure;
+  const double s = timed([&] {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      failure = "open " + file.string() + ": " + std::strerror(errno);
+      return;
+    }
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) failure = "read " + file.string() + ": " + std::strerror(errno);
+      if (n <= 0) break;
+    }
+    ::close(fd);
+  });
+  std::exception_ptr error;
+  if (!failure.empty()) error = std::make_exception_ptr(Error(failure));
+  dist::raise_if_any_failed(world(), "raw read", error);
+  return s;
+}
+
 // Every rank writes `bytes` to dir/raw-<rank>.bin with write() from a 64 MiB buffer, then
-// fsync()s and closes it, all ranks at once. The files are removed afterwards.
+// fsync()s and closes it, all ranks at once; then reads it back. The files are removed
+// afterwards.
 RawWrite raw_write(const fs::path& dir, int64_t bytes) {
   constexpr size_t kChunk = size_t{64} << 20;
   std::vector<char> buffer(kChunk);
@@ -136,12 +172,13 @@ RawWrite raw_write(const fs::path& dir, int64_t bytes) {
     fsync_s = seconds_since(t1);
     ::close(fd);
   });
-  std::error_code ignored;
-  fs::remove(file, ignored);
   std::exception_ptr error;
   if (!failure.empty()) error = std::make_exception_ptr(Error(failure));
   dist::raise_if_any_failed(world(), "raw write", error);
-  return {total, max_over_ranks(write_s), max_over_ranks(fsync_s)};
+  const double read_s = raw_read(file);
+  std::error_code ignored;
+  fs::remove(file, ignored);
+  return {total, max_over_ranks(write_s), max_over_ranks(fsync_s), read_s};
 }
 
 // zlib CRC-32 throughput of this rank's thread (every rank runs it at once), GB/s: what every
@@ -220,6 +257,10 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
   root.set("notes",
            "save times include fsync of every file and the directory commit; raw_write_gbs: every "
            "rank write()+fsync() of as many bytes as its shard file, same directory, same run; "
+           "raw_read_s: every rank read() of that file right after (page cache); async_blocked_s: "
+           "save_async's time plus the next step's wait for the state's copy; async_step_slower_s: how "
+           "much longer that step (4 x 128 tokens per rank) took than step_s without a save; "
+           "async_total_s: until finish_saves() committed it; "
            "loads read what was just written, likely from the page cache (memory- and CRC-bound); "
            "full_save_peak_extra_mb: acc allocator peak during the FULL save minus live bytes "
            "before it, rank 0 (the writer); largest_unit_mb: f32 bytes of the largest wrap unit");
@@ -235,19 +276,24 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
 }
 
 void print_table(Poco::JSON::Array::Ptr runs) {
-  std::printf("\n%-7s %5s %8s | %8s | %8s %8s %8s | %8s | %8s %8s | %10s %9s %8s\n", "model", "ranks",
-              "params", "raw GB/s", "shd save", "GB/s", "vs raw", "shd load", "full sav", "full ld",
-              "peak+ MB", "unit MB", "vs unit");
-  std::printf("%-7s %5s %8s | %8s | %8s %8s %8s | %8s | %8s %8s | %10s %9s %8s\n", "", "", "(M)", "",
-              "(s)", "", "(>=0.5)", "(s)", "(s)", "(s)", "full save", "largest", "(<=1.0)");
+  std::printf("\n%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s | %8s %8s %8s %8s | %10s %9s %8s\n",
+              "model", "ranks", "params", "raw GB/s", "shd save", "GB/s", "vs raw", "async", "vs sync",
+              "async", "shd load", "full sav", "full ld", "raw read", "vs raw", "peak+ MB", "unit MB", "vs unit");
+  std::printf("%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s | %8s %8s %8s %8s | %10s %9s %8s\n", "",
+              "", "(M)", "write", "(s)", "", "(>=0.8)", "blocks s", "(<=0.1)", "total s", "(s)", "(s)", "(s)",
+              "(s)", "(>=0.8)", "full save", "largest", "(<=1.0)");
   for (size_t i = 0; i < runs->size(); ++i) {
     auto r = runs->getObject(static_cast<unsigned>(i));
     auto d = [&](const char* k) { return r->getValue<double>(k); };
     const double vs_raw = d("sharded_save_vs_raw"), vs_unit = d("full_peak_vs_unit");
-    std::printf("%-7s %5d %8.1f | %8.2f | %8.2f %8.2f %7.2f%s | %8.2f | %8.2f %8.2f | %10.1f %9.1f %7.2f%s\n",
+    const double blocked = d("async_blocked_vs_sync"), load_vs_read = d("full_load_vs_raw_read");
+    std::printf("%-7s %5d %8.1f | %8.2f | %8.2f %8.2f %7.2f%s | %8.2f %7.2f%s %8.2f | %8.2f | %8.2f %8.2f %8.2f "
+                "%7.2f%s | %10.1f %9.1f %7.2f%s\n",
                 r->getValue<std::string>("model").c_str(), r->getValue<int>("ranks"), d("params") / 1e6,
                 d("raw_write_gbs"), d("sharded_save_s"), d("sharded_save_gbs"), vs_raw,
-                vs_raw >= 0.5 ? " " : "!", d("sharded_load_s"), d("full_save_s"), d("full_load_s"),
+                vs_raw >= 0.8 ? " " : "!", d("async_blocked_s"), blocked, blocked <= 0.1 ? " " : "!",
+                d("async_total_s"), d("sharded_load_s"), d("full_save_s"), d("full_load_s"),
+                d("raw_read_s"), load_vs_read, load_vs_read >= 0.8 ? " " : "!",
                 d("full_save_peak_extra_mb"), d("largest_unit_mb"), vs_unit, vs_unit <= 1.0 ? " " : "!");
   }
   std::printf("(! = target missed)\n");
@@ -300,19 +346,24 @@ int run(int argc, char** argv) {
   config.dist.distributed_type = DistributedType::FSDP;
   config.dist.fsdp.sharding_strategy = ShardingStrategy::FULL_SHARD;
   config.dist.fsdp.wrap_layer_cls = {"GPT2Block"};
-  const int64_t batch = group.size(), seq = 16;
+  // The training step the asynchronous save runs behind: 4 sequences of 128 tokens per rank.
+  const int64_t batch = 4 * group.size(), seq = 128;
   data::DataLoader loader(std::make_shared<RandomTokens>(batch, seq, gpt.vocab_size),
                           {.batch_size = batch, .prefetch = 0});
   auto [sharded, rank_loader] = accelerate(gpt2, loader, config);
   gpt2.reset();
   optim::AdamW opt(sharded->param_groups(0.1), {.lr = 1e-4});
-  {
-    const auto t0 = clock_type::now();
+  auto train_step = [&] {
     opt.zero_grad();
     sharded->forward(*rank_loader.begin()).loss.backward();
     opt.step();
+  };
+  {
+    const auto t0 = clock_type::now();
+    train_step();
     opt.zero_grad();
-    say("GPT-2 %s (%.1fM parameters), %d rank(s) x %d thread(s), one AdamW step in %.1f s\n",
+    say("GPT-2 %s (%.1fM parameters), %d rank(s) x %d thread(s), a first training step (4 x 128 tokens "
+        "per rank) in %.1f s\n",
         model_name.c_str(), static_cast<double>(params) / 1e6, group.size(), runtime::num_threads(),
         seconds_since(t0));
   }
@@ -351,7 +402,9 @@ int run(int argc, char** argv) {
     v.push_back(x);
     return *std::min_element(v.begin(), v.end());
   };
-  std::vector<double> raw_s, sharded_save_all, sharded_load_all, full_save_all, full_load_all;
+  std::vector<double> raw_s, sharded_save_all, sharded_load_all, full_save_all, full_load_all, async_blocked_all,
+      async_total_all, step_all, async_slower_all;
+  const fs::path async_root = work_dir / "async";
   RawWrite raw;
   double sharded_bytes = 0, full_bytes = 0;
   Extra save_extra, load_extra;
@@ -368,6 +421,29 @@ int run(int argc, char** argv) {
     best(sharded_load_all, sl);
     if (main_rank) fs::remove_all(sharded_dir);
     say(", sharded save %.2f load %.2f", ss, sl);
+    // Asynchronous: a training step without a save, then save_async and the same step; the
+    // write goes on behind the second.
+    const double step = best(step_all, timed(train_step));
+    double returned = 0, waited = 0;
+    const double with_save = timed([&] {
+      const auto t0 = clock_type::now();
+      checkpoint::save_async(async_root, state);
+      returned = seconds_since(t0);
+      profiler::reset();
+      profiler::enable(true);
+      train_step();
+      profiler::enable(false);
+      for (const auto& e : profiler::snapshot())
+        if (e.name == "checkpoint.wait") waited = e.seconds;
+    });
+    const double committed = timed([&] { checkpoint::finish_saves(); });
+    const double blocked = max_over_ranks(returned + waited);
+    best(async_blocked_all, blocked);
+    best(async_slower_all, with_save - step);
+    best(async_total_all, with_save + committed);
+    if (main_rank) fs::remove_all(async_root);
+    say(", async blocks %.2f (the step took %.2f s more than %.2f; committed %.2f later)", blocked,
+        with_save - step, step, committed);
     // The ceiling again, now in the sharded save's place (right after a checkpoint's removal).
     const RawWrite r2 = raw_write(work_dir, shard_bytes);
     if (best(raw_s, r2.seconds) == r2.seconds) raw = r2;
@@ -395,10 +471,19 @@ int run(int argc, char** argv) {
   say("  sharded save: %.2f GB in %.2f s = %.2f GB/s, %.2fx raw; load %.2f s = %.2f GB/s\n",
       sharded_bytes / 1e9, sharded_save_s, sharded_gbs, sharded_gbs / raw_gbs, sharded_load_s,
       sharded_bytes / sharded_load_s / 1e9);
+  const double async_blocked_s = *std::min_element(async_blocked_all.begin(), async_blocked_all.end());
+  const double async_total_s = *std::min_element(async_total_all.begin(), async_total_all.end());
+  const double step_s = *std::min_element(step_all.begin(), step_all.end());
+  const double async_slower_s = *std::min_element(async_slower_all.begin(), async_slower_all.end());
+  say("  async save: blocks the next step %.3f s = %.3fx the sharded save; that step took %.2f s more than "
+      "%.2f s; written and committed %.2f s after it began\n",
+      async_blocked_s, async_blocked_s / sharded_save_s, async_slower_s, step_s, async_total_s);
   // What of the full save is gathering: the same unit-by-unit all_gather, nothing written.
   const double gather_s = timed([&] { sharded->visit_full_parameters([](const auto&) {}); });
-  say("  full save: %.2f GB in %.2f s = %.2f GB/s (gathering the units alone: %.2f s); load %.2f s\n",
-      full_bytes / 1e9, full_save_s, full_bytes / full_save_s / 1e9, gather_s, full_load_s);
+  say("  full save: %.2f GB in %.2f s = %.2f GB/s (gathering the units alone: %.2f s); load %.2f s, "
+      "raw read %.2f s: %.2fx its speed\n",
+      full_bytes / 1e9, full_save_s, full_bytes / full_save_s / 1e9, gather_s, full_load_s, raw.read_seconds,
+      raw.read_seconds / full_load_s);
   auto categories = [](const Extra& e) {
     std::string s;
     for (const auto& [c, b] : e.by_category) s += " " + c + " " + bench_format("%.1f", mb(b)) + " MB";
@@ -428,6 +513,14 @@ int run(int argc, char** argv) {
   r->set("raw_write_s_all", array(raw_s));
   r->set("sharded_save_s_all", array(sharded_save_all));
   r->set("full_save_s_all", array(full_save_all));
+  r->set("async_blocked_s_all", array(async_blocked_all));
+  r->set("async_blocked_s", async_blocked_s);
+  r->set("async_blocked_vs_sync", async_blocked_s / sharded_save_s);
+  r->set("async_total_s", async_total_s);
+  r->set("async_step_slower_s", async_slower_s);
+  r->set("step_s", step_s);
+  r->set("raw_read_s", raw.read_seconds);
+  r->set("full_load_vs_raw_read", raw.read_seconds / full_load_s);
   r->set("sharded_bytes", sharded_bytes);
   r->set("sharded_save_s", sharded_save_s);
   r->set("sharded_save_gbs", sharded_gbs);
