@@ -205,7 +205,7 @@ RawWrite raw_write(const fs::path& dir, int64_t bytes) {
   return {total, max_over_ranks(write_s), max_over_ranks(fsync_s), read_s, cold_read_s};
 }
 
-// zlib CRC-32 throughput of this rank's thread (every rank runs it at once), GB/s: what every
+// CRC-32 (io::crc32, ISA-L) throughput of this rank's thread (every rank runs it at once), GB/s: what every
 // saved and loaded byte goes through.
 double crc32_gbps() {
   std::vector<char> buffer(size_t{64} << 20, 1);
@@ -408,7 +408,7 @@ int run(int argc, char** argv) {
   const int64_t shard_bytes = shard_elements * 4 * static_cast<int64_t>(1 + opt.state_names().size());
 
   const double crc_gbs = crc32_gbps();
-  say("zlib CRC-32, one thread per rank, every rank at once: %.2f GB/s per rank\n", crc_gbs);
+  say("CRC-32 (ISA-L), one thread per rank, every rank at once: %.2f GB/s per rank\n", crc_gbs);
 
   // Every measurement `repeats` times, interleaved (raw, sharded save, sharded load, raw, full
   // save, full load, then again), keeping the best of each: on a VM the host takes back memory
