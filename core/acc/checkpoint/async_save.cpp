@@ -50,7 +50,8 @@ std::filesystem::path save_async(const std::filesystem::path& root, const Traini
   }
   SaveJob* job = flight->job.get();
   flight->writer = std::thread([job] {
-    // Below the training threads: the write takes the CPU time they leave (waits, I/O).
+    job->copy();  // at the training threads' priority: the next optimizer step waits for it
+    // Below them for the write: it takes the CPU time they leave (waits, I/O).
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
     job->write();
   });

@@ -11,10 +11,27 @@
 #include <tbb/parallel_for.h>
 
 #include "acc/checkpoint/layout.h"
-#include "acc/ops/ops.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
+
+namespace {
+
+// out[j * rows + i] = in[i * stride + j] for i < rows, j < cols: a transpose in 64 x 64 blocks
+// over the thread pool.
+void transpose_into(const float* in, int64_t rows, int64_t cols, int64_t stride, float* out) {
+  constexpr int64_t kBlock = 64;
+  tbb::parallel_for(int64_t{0}, (rows + kBlock - 1) / kBlock, [&](int64_t b) {
+    const int64_t i0 = b * kBlock, i1 = std::min(rows, i0 + kBlock);
+    for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
+      const int64_t j1 = std::min(cols, j0 + kBlock);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) out[j * rows + i] = in[i * stride + j];
+    }
+  });
+}
+
+}  // namespace
 
 Manifest read_manifest(const std::filesystem::path& dir) {
   const auto path = dir / kManifestFile;
@@ -112,16 +129,16 @@ void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count
     if (const auto it = announced_.find(&piece); it != announced_.end())
       std::tie(begin, end) = std::pair{std::min(begin, it->second.first), std::max(end, it->second.second)};
     const int64_t first = begin / cols, last = (end + cols - 1) / cols, n = last - first;
-    Tensor part = Tensor::empty({cols, n});  // stored rows, cut to the columns [first, last)
-    if (2 * n >= rows) {  // most of each stored row: read it whole
+    turned_ = Tensor::empty({n, cols});
+    if (2 * n >= rows) {  // most of each stored row: read the entry whole
       const Tensor whole = r.read(piece.entry);
-      for (int64_t c = 0; c < cols; ++c)
-        std::copy_n(whole.data<float>() + c * rows + first, n, part.data<float>() + c * n);
+      transpose_into(whole.data<float>() + first, cols, n, rows, turned_.data<float>());
     } else {
+      Tensor part = Tensor::empty({cols, n});  // the stored rows, cut to the columns [first, last)
       for (int64_t c = 0; c < cols; ++c)
         r.read_range_into(piece.entry, c * rows + first, c * rows + last, part.data<float>() + c * n);
+      transpose_into(part.data<float>(), cols, n, n, turned_.data<float>());
     }
-    turned_ = ops::transpose(part);
     turned_piece_ = &piece;
     turned_from_ = first * cols;
   }

@@ -332,19 +332,21 @@ SaveJob::SaveJob(const std::filesystem::path& dir, const TrainingState& state, b
 
 SaveJob::~SaveJob() = default;
 
-void SaveJob::write() noexcept {
-  if (snapshot_) {  // the copy the next optimizer step waits for
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      if (!error_)
-        for (auto& item : items_) item.data = snapshot_of(item.data);
-    } catch (...) {
-      error_ = std::current_exception();
-    }
-    copied_.set_value();
-    profiler::add("checkpoint.snapshot", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                  /*alongside=*/true);
+void SaveJob::copy() noexcept {
+  if (!snapshot_) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    if (!error_)
+      for (auto& item : items_) item.data = snapshot_of(item.data);
+  } catch (...) {
+    error_ = std::current_exception();
   }
+  copied_.set_value();
+  profiler::add("checkpoint.snapshot", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                /*alongside=*/true);
+}
+
+void SaveJob::write() noexcept {
   if (error_) return;  // rank 0's FULL write or the copy already failed
   try {
     if (full_layout_) {  // FULL_STATE_DICT from the snapshot

@@ -34,8 +34,10 @@ class SaveJob {
   SaveJob(const SaveJob&) = delete;
   SaveJob& operator=(const SaveJob&) = delete;
 
-  // (Copies, then) writes and fsyncs this rank's files, then drops the snapshot. Never throws:
-  // a failure is kept for finish().
+  // With snapshot: copies what this rank writes; the next Optimizer::step() waits for it. Then
+  // write() writes and fsyncs this rank's files and drops the copy. Neither throws: a failure
+  // is kept for finish().
+  void copy() noexcept;
   void write() noexcept;
   // Raises the error of any rank (naming it and what is left); else commits the directory.
   void finish();
