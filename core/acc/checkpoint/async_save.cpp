@@ -10,7 +10,6 @@
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/save_job.h"
 #include "acc/runtime/init.h"
-#include "acc/util/error.h"
 #include "acc/util/log.h"
 
 namespace acc::checkpoint {
@@ -43,11 +42,9 @@ std::filesystem::path save_async(const std::filesystem::path& root, const Traini
   auto flight = std::make_unique<InFlight>();
   flight->root = root;
   flight->keep = keep;
-  try {
+  saving_into(root, [&] {
     flight->job = std::make_unique<SaveJob>(root / step_dir_name(state.position.step), state, /*snapshot=*/true);
-  } catch (const Error& e) {
-    ACC_FAIL(e.what(), what_a_resume_finds(root));
-  }
+  });
   SaveJob* job = flight->job.get();
   flight->writer = std::thread([job] {
     job->copy();  // at the training threads' priority: the next optimizer step waits for it
@@ -64,11 +61,7 @@ std::optional<std::filesystem::path> finish_saves() {
   if (!g_in_flight) return std::nullopt;
   const std::unique_ptr<InFlight> flight = std::move(g_in_flight);
   flight->writer.join();
-  try {
-    flight->job->finish();
-  } catch (const Error& e) {
-    ACC_FAIL(e.what(), what_a_resume_finds(flight->root));
-  }
+  saving_into(flight->root, [&] { flight->job->finish(); });
   point_latest_at(flight->root, flight->job->dir(), flight->keep);
   return flight->job->dir();
 }

@@ -41,13 +41,18 @@ std::string step_dir_name(int64_t step) {
   return buf;
 }
 
-std::string what_a_resume_finds(const std::filesystem::path& root) {
+void saving_into(const std::filesystem::path& root, const std::function<void()>& part) {
   try {
-    const auto previous = latest_checkpoint(root);
-    return previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
-                    : "; there is no earlier checkpoint in " + root.string();
-  } catch (const Error&) {  // a damaged latest says so itself at the next resume
-    return "";
+    part();
+  } catch (const Error& e) {
+    std::string left;
+    try {
+      const auto previous = latest_checkpoint(root);
+      left = previous ? "; " + (root / kLatestFile).string() + " still names " + previous->string()
+                      : "; there is no earlier checkpoint in " + root.string();
+    } catch (const Error&) {  // a damaged latest says so itself at the next resume
+    }
+    ACC_FAIL(e.what(), left);
   }
 }
 
@@ -74,11 +79,7 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& root, const T
                                       int keep) {
   finish_saves();
   const auto dir = root / step_dir_name(state.position.step);
-  try {
-    save_state(dir, state);
-  } catch (const Error& e) {  // say what a resume would find now (latest is untouched so far)
-    ACC_FAIL(e.what(), what_a_resume_finds(root));
-  }
+  saving_into(root, [&] { save_state(dir, state); });  // latest is untouched so far
   point_latest_at(root, dir, keep);
   return dir;
 }

@@ -2,6 +2,7 @@
 // What goes where in a checkpoint, and the file-system steps that make saving atomic. Internal
 // to acc::checkpoint.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,9 +43,10 @@ void replace_directory(const std::filesystem::path& tmp, const std::filesystem::
 // --- a directory of checkpoints (directory.cpp) ---
 // "step_000100".
 std::string step_dir_name(int64_t step);
-// For the message of a failed save into root: "; root/latest still names X", or "; there is no
-// earlier checkpoint in root".
-std::string what_a_resume_finds(const std::filesystem::path& root);
+// Runs `part` of a save into root. An acc::Error from it is raised again with what a resume
+// from root would find now: "; root/latest still names X", or "; there is no earlier checkpoint
+// in root".
+void saving_into(const std::filesystem::path& root, const std::function<void()>& part);
 // Once `dir` in root is committed: root/latest names it, and with keep > 0 only the newest
 // `keep` step directories stay. A collective.
 void point_latest_at(const std::filesystem::path& root, const std::filesystem::path& dir, int keep);

@@ -28,7 +28,9 @@ void merge_weights(const std::filesystem::path& named, const std::filesystem::pa
   for (const auto& [key, rec] : params) {
     Tensor whole = Tensor::empty(rec->shape);
     int64_t covered = 0;
-    for (const auto& piece : rec->pieces) pieces.verify(piece);
+    std::vector<const PieceRecord*> held;
+    for (const auto& piece : rec->pieces) held.push_back(&piece);
+    pieces.verify_all(held);
     for (const SourceRun& run : source_runs(*rec)) {
       pieces.read(*run.piece, run.entry_at, run.count, whole.data<float>() + run.whole_begin);
       covered += run.count;

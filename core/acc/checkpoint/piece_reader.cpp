@@ -11,27 +11,10 @@
 #include <tbb/parallel_for.h>
 
 #include "acc/checkpoint/layout.h"
+#include "acc/ops/ops.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
-
-namespace {
-
-// out[j * rows + i] = in[i * stride + j] for i < rows, j < cols: a transpose in 64 x 64 blocks
-// over the thread pool.
-void transpose_into(const float* in, int64_t rows, int64_t cols, int64_t stride, float* out) {
-  constexpr int64_t kBlock = 64;
-  tbb::parallel_for(int64_t{0}, (rows + kBlock - 1) / kBlock, [&](int64_t b) {
-    const int64_t i0 = b * kBlock, i1 = std::min(rows, i0 + kBlock);
-    for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
-      const int64_t j1 = std::min(cols, j0 + kBlock);
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = j0; j < j1; ++j) out[j * rows + i] = in[i * stride + j];
-    }
-  });
-}
-
-}  // namespace
 
 Manifest read_manifest(const std::filesystem::path& dir) {
   const auto path = dir / kManifestFile;
@@ -55,11 +38,6 @@ const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
   ACC_CHECK(size == expected->second, file, " has ", size, " bytes, the manifest says ",
             expected->second, " (truncated or replaced)");
   return readers_.emplace(file, io::SafetensorsReader(path)).first->second;
-}
-
-void PieceReader::verify(const PieceRecord& piece) {
-  if (!verified_.insert(piece.file + '\n' + piece.entry).second) return;
-  check_crc(reader(piece.file), piece);
 }
 
 void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces) {
@@ -129,18 +107,17 @@ void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count
     if (const auto it = announced_.find(&piece); it != announced_.end())
       std::tie(begin, end) = std::pair{std::min(begin, it->second.first), std::max(end, it->second.second)};
     const int64_t first = begin / cols, last = (end + cols - 1) / cols, n = last - first;
-    turned_ = Tensor::empty({n, cols});
-    if (2 * n >= rows) {  // most of each stored row: read the entry whole
-      const Tensor whole = r.read(piece.entry);
-      transpose_into(whole.data<float>() + first, cols, n, rows, turned_.data<float>());
+    if (2 * n >= rows) {  // most of each stored row: read and turn back the entry whole
+      turned_ = ops::transpose(r.read(piece.entry));
+      turned_from_ = 0;
     } else {
       Tensor part = Tensor::empty({cols, n});  // the stored rows, cut to the columns [first, last)
       for (int64_t c = 0; c < cols; ++c)
         r.read_range_into(piece.entry, c * rows + first, c * rows + last, part.data<float>() + c * n);
-      transpose_into(part.data<float>(), cols, n, n, turned_.data<float>());
+      turned_ = ops::transpose(part);
+      turned_from_ = first * cols;
     }
     turned_piece_ = &piece;
-    turned_from_ = first * cols;
   }
   std::copy_n(turned_.data<float>() + (entry_at - turned_from_), count, dst);
 }

@@ -30,9 +30,9 @@ class PieceReader {
   PieceReader(std::filesystem::path dir, const Manifest& manifest)
       : dir_(std::move(dir)), manifest_(manifest) {}
 
-  // Reads the piece's entry once, in chunks (at most 16 MB held), and compares its checksum.
-  void verify(const PieceRecord& piece);
-  // verify() of every piece, over the thread pool (the files are opened first, in order).
+  // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
+  // checksum; the pieces over the thread pool, the files opened first, in order. An entry
+  // already checked is not read again. The first failure in the pieces' order is thrown.
   void verify_all(const std::vector<const PieceRecord*>& pieces);
   // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
   // layout: of a transposed entry, the rows the reads cross are turned back, and kept for the
@@ -44,7 +44,7 @@ class PieceReader {
 
  private:
   const io::SafetensorsReader& reader(const std::string& file);
-  // The checksum comparison of verify(), on a reader already open: safe on several threads.
+  // The checksum comparison of one piece, on a reader already open: safe on several threads.
   void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece) const;
 
   std::filesystem::path dir_;
