@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "acc/accelerate/auto_strategy.h"
 #include "acc/estimate/memory_estimate.h"
-#include "acc/plugin/registry.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
 #include "commands.h"
@@ -15,11 +15,13 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: accelerate estimate-memory MODEL [options]
 
-Per-rank memory of one training step (AdamW) for every FSDP strategy, and for the strategies of
-plugins that give an estimate (ACC_PLUGIN_PATH), by the categories acc's
+Per-rank memory of one training step (AdamW) for every strategy that gives an estimate (the
+FSDP settings, and plugins' strategies on ACC_PLUGIN_PATH), by the categories acc's
 allocator counts: parameters (f32 masters, bf16 copies), gradients, optimizer state, gathered
 units, activations and communication buffers. MODEL is a preset (gpt2-tiny, gpt2, gpt2-medium,
 gpt2-large, gpt2-xl, llama-tiny, llama-small), a model config YAML or a .safetensors file.
+The FSDP rows wrap each transformer block in its own unit, as the training programs do. AUTO
+picks the first row in the order printed that fits (the least communication first).
 
   --num_processes N           ranks (default 1)
   --ranks_per_node R          ranks on one machine (default N); the hybrids shard within one
@@ -88,17 +90,13 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
-// The rows of the registered strategies that give estimates of their own (plugins' strategies;
-// the FSDP settings' rows come from acc's formulas above them), with their options' defaults.
-std::vector<StrategyEstimate> plugin_estimates(const estimate::ModelShape& shape, const estimate::Workload& w) {
-  auto& registry = plugin::Registry::global();
-  registry.load_all();
-  std::vector<StrategyEstimate> rows;
-  for (const auto& name : registry.strategy_names()) {
-    const auto more = registry.make_strategy(name)->estimate_memory(shape, w, Config{});
-    rows.insert(rows.end(), more.begin(), more.end());
-  }
-  return rows;
+// The options the rows are estimated with: the training programs' (each transformer block its
+// own FSDP unit), plus what the flags ask.
+Config estimated_config(const Options& o) {
+  Config config;
+  config.set("fsdp_config.fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");
+  if (o.checkpointing) config.set("fsdp_config.fsdp_activation_checkpointing", "true");
+  return config;
 }
 
 std::string row(const std::string& name, const std::vector<std::string>& cells) {
@@ -151,18 +149,13 @@ int run_estimate_memory(const std::vector<std::string>& args) {
     }
     std::cout << row(name, cells);
   };
-  // AUTO's plans, with or without checkpointing as asked (AUTO's last plan adds it to FULL_SHARD).
-  for (estimate::Plan plan : estimate::candidate_plans(w)) {
-    if (plan.activation_checkpointing) continue;
-    plan.activation_checkpointing = o.checkpointing;
-    print(estimate::to_string(plan), estimate::estimate(shape, plan, w));
-  }
-  for (const auto& e : plugin_estimates(shape, w)) print(e.plan, e.memory);
+  const auto rows = strategy_estimates(shape, w, estimated_config(o));
+  for (const auto& e : rows) print(e.plan, e.memory);
   const int64_t limit = o.memory_limit > 0 ? o.memory_limit : estimate::default_memory_limit(w.ranks_per_node);
-  const auto choice = estimate::choose(shape, w, limit);
+  const auto choice = choose_auto(rows, limit);
   std::cout << "\nAUTO (limit " << estimate::format_bytes(limit) << " per rank): "
-            << (choice.fits ? "" : "nothing fits; the least memory is ")
-            << estimate::to_string(choice.estimate.plan) << "\n  " << choice.reason << "\n";
+            << (choice.fits ? "" : "nothing fits; the least memory is ") << choice.row.plan << "\n  "
+            << choice.reason << "\n";
   if (shape.family == estimate::Family::other)
     std::cout << "(activations are not modelled for this model: only GPT-2 and Llama)\n";
   return 0;

@@ -3,6 +3,7 @@
 #include "acc/distributed/single_process_group.h"
 #include "acc/util/log.h"
 #include "engine_setup.h"
+#include "fsdp_estimate.h"
 
 namespace acc::fsdp {
 namespace {
@@ -43,6 +44,12 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
              shard_size_, mesh_->size(kReplicateAxis));
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));
+}
+
+std::vector<StrategyEstimate> FsdpStrategy::estimate_memory(const estimate::ModelShape& shape,
+                                                            const estimate::Workload& workload,
+                                                            const Config& config) const {
+  return estimate_rows(setting_, shape, workload, config);
 }
 
 }  // namespace acc::fsdp

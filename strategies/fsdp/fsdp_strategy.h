@@ -23,6 +23,10 @@ class FsdpStrategy final : public Strategy {
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;
   // Each unit makes this rank's shard of a deferred parameter from its recorded initialisation.
   bool initialises_deferred_parameters() const override { return true; }
+  // This setting's rows (fsdp_estimate.h); FULL_SHARD adds AUTO's last resort, itself with
+  // activation checkpointing.
+  std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& shape, const estimate::Workload& workload,
+                                                const Config& config) const override;
 
   // Ranks per shard group for this setting, world size and node size.
   int shard_size() const { return shard_size_; }

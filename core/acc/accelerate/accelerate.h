@@ -7,10 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "acc/strategy/sharded_model.h"
+#include "acc/accelerate/auto_strategy.h"
 #include "acc/config/config.h"
 #include "acc/data/dataloader.h"
 #include "acc/nn/deferred_init.h"
+#include "acc/strategy/sharded_model.h"
 #include "acc/strategy/strategy.h"
 
 namespace acc {
@@ -33,12 +34,6 @@ std::shared_ptr<M> make_model(const Config& config, Args&&... args) {
   nn::DeferredInit deferred(config.dist.fsdp.cpu_ram_efficient_loading);
   return std::make_shared<M>(std::forward<Args>(args)...);
 }
-
-// The config with fsdp_sharding_strategy AUTO replaced by the least-communicating strategy
-// whose memory estimate (acc/estimate/memory_estimate.h) fits fsdp_memory_limit: NO_SHARD,
-// the hybrids on several nodes, SHARD_GRAD_OP, FULL_SHARD, then FULL_SHARD with activation
-// checkpointing. The choice and why are logged. Other configs come back unchanged.
-Config resolve_auto_strategy(Config config, const models::Model& model, const data::DataLoader& loader);
 
 // The strategy the config names, set up on the world group (for callers that wrap models
 // themselves, e.g. tests and benchmarks that compare strategies).

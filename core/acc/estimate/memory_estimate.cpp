@@ -33,16 +33,6 @@ double head_saved_per_token(const ModelShape& s, bool bf16) {
 
 }  // namespace
 
-std::string to_string(const Plan& plan) {
-  return acc::to_string(plan.strategy) + (plan.activation_checkpointing ? " + activation checkpointing" : "");
-}
-
-int shard_group_size(ShardingStrategy strategy, const Workload& w) {
-  if (strategy == ShardingStrategy::NO_SHARD) return 1;
-  if (is_hybrid(strategy)) return std::min(w.world, std::max(1, w.ranks_per_node));
-  return w.world;
-}
-
 int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t seq, bool bf16,
                          bool activation_checkpointing, int vocab_ranks) {
   if (s.family == Family::other || batch_per_rank <= 0 || seq <= 0) return 0;
@@ -105,38 +95,6 @@ int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t se
   return static_cast<int64_t>(4.0 * elements);
 }
 
-Estimate estimate(const ModelShape& s, const Plan& plan, const Workload& w) {
-  Estimate e;
-  e.plan = plan;
-  const int n = shard_group_size(plan.strategy, w);
-  const double held = static_cast<double>(s.parameters) / n;
-  const double compute_elem = w.bf16 ? 2.0 : 4.0;
-  e.parameters = static_cast<int64_t>((w.bf16 ? 6.0 : 4.0) * held);
-  e.gradients = static_cast<int64_t>(4.0 * held);
-  e.optimizer_state = static_cast<int64_t>(8.0 * held);
-  // Split by vocabulary rows, the embedding and head are never gathered (fsdp_vocab_parallel).
-  const bool split_vocab = w.vocab_parallel && n > 1 && s.family != Family::other;
-  const double vocab_matrices = split_vocab ? static_cast<double>(s.vocab * s.hidden) * (s.family == Family::gpt2 ? 1 : 2) : 0.0;
-  if (n > 1) {
-    const bool per_block = w.wrap_blocks && s.layers > 0;
-    // FULL_SHARD holds the root unit for the whole step and a block plus the next one in flight;
-    // SHARD_GRAD_OP keeps everything it gathered until the block's backward.
-    const double units = !per_block || !reshards_after_forward(plan.strategy)
-                             ? static_cast<double>(s.parameters) - vocab_matrices
-                             : static_cast<double>(s.root_parameters() + 2 * s.block_parameters) - vocab_matrices;
-    e.gathered = static_cast<int64_t>(compute_elem * units);
-  }
-  const int64_t per_rank_batch = w.batch / std::max(1, w.world);
-  e.activations = activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing,
-                                   split_vocab ? n : 1);
-  // Gradient reductions run while the backward goes on, holding up to one block's f32
-  // gradients (FSDP's reduce window).
-  if (w.world > 1 && w.wrap_blocks && s.layers > 0) e.activations += 4 * s.block_parameters;
-  e.communication = communication_bytes(w);
-  if (w.save_async) e.checkpoint = async_checkpoint_bytes(s, w);
-  return e;
-}
-
 int64_t async_checkpoint_bytes(const ModelShape& shape, const Workload& w) {
   return 12 * shape.parameters / std::max(1, w.world);
 }
@@ -145,31 +103,6 @@ int64_t communication_bytes(const Workload& w) {
   // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node.
   if (w.world == 1) return 0;
   return 2 * static_cast<int64_t>(dist::staging_buffer_bytes()) * std::min(w.world, std::max(1, w.ranks_per_node));
-}
-
-std::vector<Plan> candidate_plans(const Workload& w) {
-  std::vector<Plan> plans{{ShardingStrategy::NO_SHARD, false}};
-  if (w.world > w.ranks_per_node && w.ranks_per_node > 1) {
-    plans.push_back({ShardingStrategy::HYBRID_SHARD_ZERO2, false});
-    plans.push_back({ShardingStrategy::HYBRID_SHARD, false});
-  }
-  plans.push_back({ShardingStrategy::SHARD_GRAD_OP, false});
-  plans.push_back({ShardingStrategy::FULL_SHARD, false});
-  plans.push_back({ShardingStrategy::FULL_SHARD, true});
-  return plans;
-}
-
-Choice choose(const ModelShape& shape, const Workload& w, int64_t limit_bytes) {
-  Choice choice;
-  for (const Plan& plan : candidate_plans(w)) {
-    choice.estimate = estimate(shape, plan, w);
-    choice.fits = choice.estimate.total() <= limit_bytes;
-    choice.reason += (choice.reason.empty() ? "" : "; ") + to_string(plan) + " needs " +
-                     format_bytes(choice.estimate.total()) + (choice.fits ? " <= " : " > ") +
-                     format_bytes(limit_bytes);
-    if (choice.fits) break;
-  }
-  return choice;
 }
 
 int64_t default_memory_limit(int ranks_per_node) {

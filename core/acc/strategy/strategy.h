@@ -6,7 +6,9 @@
 // acc::accelerate() makes the strategy the config names, calls setup() with the world group,
 // then wrap() with the user's model; the loader is cut by data_parallel_rank()/size().
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acc/strategy/sharded_model.h"
@@ -17,10 +19,19 @@
 
 namespace acc {
 
-// One way a strategy would run a workload, as `accelerate estimate-memory` prints it.
+// One way a strategy would run a workload, as `accelerate estimate-memory` prints it and AUTO
+// (accelerate/auto_strategy.h) chooses among them.
 struct StrategyEstimate {
   std::string plan;  // the row's name: "DILOCO (inner_steps 8)"
   estimate::Memory memory;
+  // Where AUTO tries this row among every strategy's rows, lower first: the less a row
+  // communicates, the earlier. FSDP's rows: NO_SHARD 100, HYBRID_SHARD_ZERO2 200, HYBRID_SHARD
+  // 300, SHARD_GRAD_OP 400, FULL_SHARD 500, FULL_SHARD with activation checkpointing 600.
+  // Empty: AUTO never chooses it (a strategy that does not train as one process would).
+  std::optional<int> auto_order{};
+  // The config keys AUTO sets when it chooses this row, as Config::set takes them
+  // ({"fsdp_config.fsdp_sharding_strategy", "SHARD_GRAD_OP"}).
+  std::vector<std::pair<std::string, std::string>> settings{};
 };
 
 class Strategy {
@@ -46,9 +57,8 @@ class Strategy {
   virtual int data_parallel_rank() const { return world_->rank(); }
   virtual int data_parallel_size() const { return world_->size(); }
   // Per-rank memory of one training step (AdamW) of a model of `shape` on `workload`, with the
-  // options of `config`, for `accelerate estimate-memory`: one row per way it could run, none
-  // when it gives no estimate. Called on a strategy that was not set up. The FSDP settings'
-  // rows still come from acc's own formulas (estimate/memory_estimate.h).
+  // options of `config`, for `accelerate estimate-memory` and AUTO: one row per way it could
+  // run, none when it gives no estimate. Called on a strategy that was not set up.
   virtual std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& /*shape*/,
                                                         const estimate::Workload& /*workload*/,
                                                         const Config& /*config*/) const {

@@ -10,6 +10,7 @@
 #include "acc/models/gpt2.h"
 #include "acc/models/llama.h"
 #include "acc/plugin/registry.h"
+#include "fsdp/fsdp_estimate.h"
 #include "fsdp_fixtures.h"
 #include "support/test_support.h"
 
@@ -126,8 +127,7 @@ TEST_P(StepEstimate, MatchesTheAllocatorPerRank) {
 
   const estimate::Workload w{.world = world().size(), .ranks_per_node = topology().local_size,
                              .batch = kGlobalBatch, .seq = kSeqLen, .bf16 = bf16};
-  const auto e = estimate::estimate(estimate::ModelShape::of(c),
-                                    {parse_sharding_strategy(name, "test"), false}, w);
+  const auto e = fsdp::estimate(estimate::ModelShape::of(c), {parse_sharding_strategy(name, "test"), false}, w);
   expect_within(p.parameters, e.parameters + e.gathered, 0.10, "parameters and gathered units");
   expect_within(p.gradients, e.gradients, 0.10, "gradients");
   expect_within(p.optimizer, e.optimizer_state, 0.10, "optimizer state");
@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Estimate, StepEstimate,
 TEST(EstimateAuto, TakesTheLeastCommunicatingPlanThatFits) {
   const auto shape = estimate::ModelShape::from_name("gpt2-medium");
   const estimate::Workload w{.world = 4, .ranks_per_node = 4, .batch = 16, .seq = 512, .bf16 = true};
-  auto total = [&](ShardingStrategy s, bool ckpt) { return estimate::estimate(shape, {s, ckpt}, w).total(); };
+  auto total = [&](ShardingStrategy s, bool ckpt) { return fsdp::estimate(shape, {s, ckpt}, w).total(); };
   // Each plan in the order tried needs less than the one before.
   const int64_t no_shard = total(ShardingStrategy::NO_SHARD, false),
                 grad_op = total(ShardingStrategy::SHARD_GRAD_OP, false),
@@ -158,21 +158,24 @@ TEST(EstimateAuto, TakesTheLeastCommunicatingPlanThatFits) {
   ASSERT_GT(no_shard, grad_op);
   ASSERT_GT(grad_op, full);
   ASSERT_GT(full, full_ckpt);
-  auto chosen = [&](int64_t limit) { return estimate::choose(shape, w, limit); };
-  EXPECT_EQ(chosen(no_shard).estimate.plan.strategy, ShardingStrategy::NO_SHARD);
-  EXPECT_EQ(chosen(no_shard - 1).estimate.plan.strategy, ShardingStrategy::SHARD_GRAD_OP);
-  EXPECT_EQ(chosen(grad_op - 1).estimate.plan.strategy, ShardingStrategy::FULL_SHARD);
+  // AUTO asks every registered strategy (the FSDP plugin's five settings among them).
+  Config wrapped;  // each block its own unit, as the estimates above assume
+  wrapped.set("fsdp_config.fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");
+  const auto rows = strategy_estimates(shape, w, wrapped);
+  auto chosen = [&](int64_t limit) { return choose_auto(rows, limit); };
+  EXPECT_EQ(chosen(no_shard).row.plan, "NO_SHARD");
+  EXPECT_EQ(chosen(no_shard - 1).row.plan, "SHARD_GRAD_OP");
+  EXPECT_EQ(chosen(grad_op - 1).row.plan, "FULL_SHARD");
   const auto last = chosen(full - 1);
-  EXPECT_TRUE(last.fits && last.estimate.plan.activation_checkpointing) << last.reason;
+  EXPECT_TRUE(last.fits && last.row.plan == "FULL_SHARD + activation checkpointing") << last.reason;
   const auto none = chosen(full_ckpt - 1);
   EXPECT_FALSE(none.fits);
-  EXPECT_TRUE(none.estimate.plan.strategy == ShardingStrategy::FULL_SHARD &&
-              none.estimate.plan.activation_checkpointing);
+  EXPECT_EQ(none.row.plan, "FULL_SHARD + activation checkpointing");
   EXPECT_NE(none.reason.find("NO_SHARD needs"), std::string::npos) << none.reason;
   // The hybrids come between NO_SHARD and SHARD_GRAD_OP only when there are several nodes.
   const estimate::Workload two_nodes{.world = 4, .ranks_per_node = 2, .batch = 16, .seq = 512};
-  EXPECT_EQ(estimate::candidate_plans(two_nodes)[1].strategy, ShardingStrategy::HYBRID_SHARD_ZERO2);
-  EXPECT_EQ(estimate::candidate_plans(w)[1].strategy, ShardingStrategy::SHARD_GRAD_OP);
+  EXPECT_EQ(strategy_estimates(shape, two_nodes, wrapped)[1].plan, "HYBRID_SHARD_ZERO2");
+  EXPECT_EQ(rows[1].plan, "SHARD_GRAD_OP");
 }
 
 TEST(EstimateAuto, AccelerateResolvesAutoAndTrains) {
@@ -187,7 +190,7 @@ TEST(EstimateAuto, AccelerateResolvesAutoAndTrains) {
   const estimate::Workload w{.world = world().size(), .ranks_per_node = topology().local_size,
                              .batch = 8, .seq = 16};
   const auto shape = estimate::ModelShape::of(*model);
-  config.dist.fsdp.memory_limit = estimate::estimate(shape, {ShardingStrategy::SHARD_GRAD_OP, false}, w).total();
+  config.dist.fsdp.memory_limit = fsdp::estimate(shape, {ShardingStrategy::SHARD_GRAD_OP, false}, w).total();
   const Config resolved = resolve_auto_strategy(config, *model, loader);
   EXPECT_EQ(resolved.dist.fsdp.sharding_strategy,
             world().size() == 1 ? ShardingStrategy::NO_SHARD : ShardingStrategy::SHARD_GRAD_OP);

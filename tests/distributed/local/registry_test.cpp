@@ -1,6 +1,8 @@
 #include "acc/plugin/registry.h"
 #include "acc/plugin/plugin_api.h"
 
+#include "acc/accelerate/auto_strategy.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -119,4 +121,26 @@ TEST(Registry, DuplicateRegistrationInProgram) {
   EXPECT_ACC_ERROR(
       registry.add_comm_backend("loop", [](const acc::dist::Topology&) { return nullptr; }),
       {"comm backend 'loop'", "already registered by the program itself"});
+}
+
+// AUTO asks every registered strategy: a plugin's row that claims an earlier place than the
+// built-in ones is chosen, and choosing it names its strategy, with no change to core.
+TEST(Registry, APluginsEstimateTakesPartInAuto) {
+  PluginPath path(std::string(ACC_TEST_PLUGIN_DIR) + "/third_party");
+  const auto shape = acc::estimate::ModelShape::from_name("gpt2-tiny");
+  const acc::estimate::Workload one_rank{.world = 1, .ranks_per_node = 1, .batch = 8, .seq = 64};
+  const auto rows = acc::strategy_estimates(shape, one_rank, acc::Config{});
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0].plan, "third_party_mirror");
+  EXPECT_EQ(rows[1].plan, "NO_SHARD");
+  const acc::AutoChoice choice = acc::choose_auto(rows, int64_t{1} << 40);
+  ASSERT_TRUE(choice.fits);
+  const acc::Config chosen = acc::apply_auto_choice(
+      acc::Config::from_yaml("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: AUTO\n"), choice.row);
+  EXPECT_EQ(chosen.strategy_name(), "third_party_mirror");
+  // Below the mirror's need, a later row.
+  EXPECT_NE(acc::choose_auto(rows, rows[0].memory.total() - 1).row.plan, "third_party_mirror");
+  // At two ranks the mirror would not train as one process: it offers no row.
+  EXPECT_EQ(acc::strategy_estimates(shape, {.world = 2, .ranks_per_node = 2, .batch = 8, .seq = 64}, acc::Config{})[0].plan,
+            "NO_SHARD");
 }

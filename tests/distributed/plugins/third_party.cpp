@@ -39,6 +39,19 @@ class MirrorStrategy : public acc::Strategy {
   std::shared_ptr<acc::ShardedModel> wrap(std::shared_ptr<acc::models::Model> model) override {
     return std::make_shared<Mirrored>(std::move(model));
   }
+  // On one rank the mirror trains exactly as one process and sends nothing, so it offers AUTO
+  // a row ahead of NO_SHARD's (100): a plugin takes part in AUTO through its estimate alone.
+  std::vector<acc::StrategyEstimate> estimate_memory(const acc::estimate::ModelShape& shape,
+                                                     const acc::estimate::Workload& w,
+                                                     const acc::Config& /*config*/) const override {
+    if (w.world != 1) return {};
+    acc::estimate::Memory m;
+    m.parameters = 4 * shape.parameters;
+    m.gradients = 4 * shape.parameters;
+    m.optimizer_state = 8 * shape.parameters;
+    m.activations = acc::estimate::activation_bytes(shape, w.batch, w.seq, w.bf16, false);
+    return {{.plan = name(), .memory = m, .auto_order = 50, .settings = {{"strategy", name()}}}};
+  }
 };
 
 void register_third_party(acc::plugin::Registry& registry) {

@@ -1,0 +1,89 @@
+#include "acc/accelerate/auto_strategy.h"
+
+#include <algorithm>
+
+#include "acc/estimate/memory_estimate.h"
+#include "acc/plugin/registry.h"
+#include "acc/runtime/init.h"
+#include "acc/util/error.h"
+#include "acc/util/log.h"
+
+namespace acc {
+
+namespace {
+
+constexpr const char* kAuto = "AUTO";
+
+// Tokens per sample, from the dataset's first sample (0 when it holds no token ids).
+int64_t sequence_length(const data::DataLoader& loader) {
+  if (loader.dataset().size() == 0) return 0;
+  const int64_t first = 0;
+  const data::Batch sample = loader.dataset().get_batch({&first, 1}, {});
+  return sample.contains("input_ids") && sample["input_ids"].dim() == 2 ? sample["input_ids"].size(1) : 0;
+}
+
+}  // namespace
+
+std::vector<StrategyEstimate> strategy_estimates(const estimate::ModelShape& shape,
+                                                 const estimate::Workload& workload, const Config& config) {
+  auto& registry = plugin::Registry::global();
+  registry.load_all();
+  std::vector<StrategyEstimate> rows;
+  for (const auto& name : registry.strategy_names()) {
+    auto more = registry.make_strategy(name)->estimate_memory(shape, workload, config);
+    rows.insert(rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const StrategyEstimate& a, const StrategyEstimate& b) {
+    return a.auto_order.value_or(INT32_MAX) < b.auto_order.value_or(INT32_MAX);
+  });
+  return rows;
+}
+
+AutoChoice choose_auto(const std::vector<StrategyEstimate>& rows, int64_t limit_bytes) {
+  AutoChoice choice;
+  const StrategyEstimate* least = nullptr;
+  for (const auto& row : rows) {
+    if (!row.auto_order) continue;
+    const bool fits = row.memory.total() <= limit_bytes;
+    choice.reason += (choice.reason.empty() ? "" : "; ") + row.plan + " needs " +
+                     estimate::format_bytes(row.memory.total()) + (fits ? " <= " : " > ") +
+                     estimate::format_bytes(limit_bytes);
+    if (fits) {
+      choice.row = row;
+      choice.fits = true;
+      return choice;
+    }
+    if (!least || row.memory.total() < least->memory.total()) least = &row;
+  }
+  ACC_CHECK(least, "AUTO: no registered strategy estimates this workload (strategies give AUTO rows through "
+            "Strategy::estimate_memory)");
+  choice.row = *least;
+  return choice;
+}
+
+Config apply_auto_choice(Config config, const StrategyEstimate& row) {
+  if (config.dist.strategy == kAuto) config.dist.strategy.clear();  // the row's settings name it
+  for (const auto& [key, value] : row.settings) config.set(key, value);
+  return config;
+}
+
+Config resolve_auto_strategy(Config config, const models::Model& model, const data::DataLoader& loader) {
+  if (config.strategy_name() != kAuto) return config;
+  const dist::Topology& t = topology();
+  const estimate::Workload w{.world = t.world_size,
+                             .ranks_per_node = t.local_size,
+                             .batch = loader.options().batch_size,
+                             .seq = sequence_length(loader),
+                             .bf16 = config.compute.bf16};
+  const int64_t limit = config.dist.fsdp.memory_limit > 0 ? config.dist.fsdp.memory_limit
+                                                            : estimate::default_memory_limit(t.local_size);
+  const AutoChoice choice = choose_auto(strategy_estimates(estimate::ModelShape::of(model), w, config), limit);
+  config = apply_auto_choice(std::move(config), choice.row);
+  if (choice.fits)
+    log::info("AUTO chose {}: {}", choice.row.plan, choice.reason);
+  else
+    log::warn("AUTO: nothing fits the limit; using {}, the least memory ({})", choice.row.plan, choice.reason);
+  return config;
+}
+
+}  // namespace acc

@@ -1,0 +1,93 @@
+#include "fsdp_estimate.h"
+
+#include <algorithm>
+
+namespace acc::fsdp {
+
+namespace {
+
+// Where AUTO tries each plan: the least communication first (StrategyEstimate::auto_order).
+int auto_order(const Plan& plan) {
+  switch (plan.strategy) {
+    case ShardingStrategy::NO_SHARD: return 100;
+    case ShardingStrategy::HYBRID_SHARD_ZERO2: return 200;
+    case ShardingStrategy::HYBRID_SHARD: return 300;
+    case ShardingStrategy::SHARD_GRAD_OP: return 400;
+    default: return plan.activation_checkpointing ? 600 : 500;
+  }
+}
+
+}  // namespace
+
+std::string to_string(const Plan& plan) {
+  return acc::to_string(plan.strategy) + (plan.activation_checkpointing ? " + activation checkpointing" : "");
+}
+
+int shard_group_size(const Plan& plan, const estimate::Workload& w) {
+  if (plan.strategy == ShardingStrategy::NO_SHARD) return 1;
+  if (plan.size > 0) return std::min(plan.size, w.world);
+  if (is_hybrid(plan.strategy)) return std::min(w.world, std::max(1, w.ranks_per_node));
+  return w.world;
+}
+
+estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const estimate::Workload& w) {
+  using estimate::Family;
+  estimate::Memory e;
+  const int n = shard_group_size(plan, w);
+  const double held = static_cast<double>(s.parameters) / n;
+  const double compute_elem = w.bf16 ? 2.0 : 4.0;
+  e.parameters = static_cast<int64_t>((w.bf16 ? 6.0 : 4.0) * held);
+  e.gradients = static_cast<int64_t>(4.0 * held);
+  e.optimizer_state = static_cast<int64_t>(8.0 * held);
+  // Split by vocabulary rows, the embedding and head are never gathered (fsdp_vocab_parallel).
+  const bool split_vocab = plan.vocab_parallel && n > 1 && s.family != Family::other;
+  const double vocab_matrices =
+      split_vocab ? static_cast<double>(s.vocab * s.hidden) * (s.family == Family::gpt2 ? 1 : 2) : 0.0;
+  const bool per_block = plan.wrap_blocks && s.layers > 0;
+  if (n > 1) {
+    // FULL_SHARD holds the root unit for the whole step and a block plus the next one in flight;
+    // SHARD_GRAD_OP keeps everything it gathered until the block's backward.
+    const double units = !per_block || !reshards_after_forward(plan.strategy)
+                             ? static_cast<double>(s.parameters) - vocab_matrices
+                             : static_cast<double>(s.root_parameters() + 2 * s.block_parameters) - vocab_matrices;
+    e.gathered = static_cast<int64_t>(compute_elem * units);
+  }
+  const int64_t per_rank_batch = w.batch / std::max(1, w.world);
+  e.activations = estimate::activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing,
+                                             split_vocab ? n : 1);
+  // Gradient reductions run while the backward goes on, holding up to one block's f32
+  // gradients (FSDP's reduce window).
+  if (w.world > 1 && per_block) e.activations += 4 * s.block_parameters;
+  e.communication = estimate::communication_bytes(w);
+  if (w.save_async) e.checkpoint = estimate::async_checkpoint_bytes(s, w);
+  return e;
+}
+
+std::vector<StrategyEstimate> estimate_rows(ShardingStrategy setting, const estimate::ModelShape& shape,
+                                            const estimate::Workload& w, const Config& config) {
+  const FsdpConfig& f = config.dist.fsdp;
+  // The hybrids differ from FULL_SHARD and SHARD_GRAD_OP only across nodes.
+  if (is_hybrid(setting) && !(w.world > w.ranks_per_node && w.ranks_per_node > 1)) return {};
+  const Plan plan{.strategy = setting,
+                  .activation_checkpointing = f.activation_checkpointing,
+                  .wrap_blocks = f.effective_wrap_policy() != WrapPolicy::NO_WRAP,
+                  .vocab_parallel = f.vocab_parallel,
+                  .size = f.size};
+  auto row = [&](const Plan& p) {
+    StrategyEstimate r{.plan = to_string(p), .memory = estimate(shape, p, w), .auto_order = auto_order(p)};
+    r.settings = {{"distributed_type", "FSDP"}, {"fsdp_config.fsdp_sharding_strategy", acc::to_string(p.strategy)}};
+    if (p.activation_checkpointing && !f.activation_checkpointing)
+      r.settings.emplace_back("fsdp_config.fsdp_activation_checkpointing", "true");
+    return r;
+  };
+  std::vector<StrategyEstimate> rows{row(plan)};
+  // AUTO's last resort, when nothing else fits: FULL_SHARD keeping only each block's input.
+  if (setting == ShardingStrategy::FULL_SHARD && !plan.activation_checkpointing) {
+    Plan checkpointed = plan;
+    checkpointed.activation_checkpointing = true;
+    rows.push_back(row(checkpointed));
+  }
+  return rows;
+}
+
+}  // namespace acc::fsdp
