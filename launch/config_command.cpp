@@ -25,18 +25,20 @@ std::string lower(std::string s) {
 }
 
 // One question at a time: the answer (or the default for an empty line) goes through `accept`,
-// which throws acc::Error for a bad one; then the question is asked again.
+// which throws acc::Error for a bad one; then the question is asked again. Without an input
+// stream every question takes its default, unasked (accelerate config --default).
 class Dialogue {
  public:
-  Dialogue(std::istream& in, std::ostream& out) : in_(in), out_(out) {}
+  Dialogue(std::istream* in, std::ostream& out) : in_(in), out_(out) {}
 
   template <class T>
   T ask(const std::string& question, const std::string& fallback,
         const std::function<T(const std::string&)>& accept) {
+    if (!in_) return accept(fallback);
     for (;;) {
       out_ << question << " [" << fallback << "]: " << std::flush;
       std::string line;
-      ACC_CHECK(static_cast<bool>(std::getline(in_, line)), "accelerate config: no answer to \"",
+      ACC_CHECK(static_cast<bool>(std::getline(*in_, line)), "accelerate config: no answer to \"",
                 question, "\" (the input ended)");
       const std::string answer = util::trim(line).empty() ? fallback : util::trim(line);
       try {
@@ -73,7 +75,7 @@ class Dialogue {
   }
 
  private:
-  std::istream& in_;
+  std::istream* in_;
   std::ostream& out_;
 };
 
@@ -162,25 +164,38 @@ constexpr const char* kUsage = R"(usage: accelerate config [--config_file F]    
        accelerate config update [F]                  add keys this acc knows, keep the values
 F defaults to )";
 
-// The strategies of the plugins' option sections ("DILOCO"), which the distributed type
-// question offers beside NO, FSDP and SPMD.
-std::vector<std::string> plugin_strategies() {
-  std::vector<std::string> names;
-  if (OptionSectionSource* source = option_section_source())
-    for (const auto& section : source->sections())
-      for (const auto& name : section->strategies)
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-  return names;
+std::vector<std::shared_ptr<const OptionSection>> all_sections() {
+  OptionSectionSource* source = option_section_source();
+  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
 }
 
-// NO, FSDP or SPMD (distributed_type), or a plugin's strategy (strategy: NAME).
+// What the distributed type question offers: NO, the distributed types the plugins' sections
+// own (FSDP, SPMD), then the plugins' own strategies (DILOCO), which `strategy:` names.
+struct Offered {
+  std::vector<std::string> types{"NO"}, strategies;
+};
+
+Offered offered() {
+  Offered o;
+  auto add = [](std::vector<std::string>& to, const std::string& name) {
+    if (!name.empty() && std::find(to.begin(), to.end(), name) == to.end()) to.push_back(name);
+  };
+  for (const auto& section : all_sections()) {
+    add(o.types, section->distributed_type);
+    for (const auto& name : section->strategies) add(o.strategies, name);
+  }
+  return o;
+}
+
 void ask_distributed_type(Dialogue& d, Config& c) {
-  const auto plugins = plugin_strategies();
-  std::string question = "Distributed type: NO, FSDP, SPMD";
-  for (const auto& name : plugins) question += ", " + name;
-  question += plugins.empty() ? "?" : " (a plugin's strategy)?";
-  d.ask<bool>(question, c.dist.num_processes > 1 ? "FSDP" : "NO", [&](const std::string& a) {
-    for (const auto& name : plugins)
+  const Offered o = offered();
+  std::string question = "Distributed type: " + util::join(o.types);
+  for (const auto& name : o.strategies) question += ", " + name;
+  question += o.strategies.empty() ? "?" : " (a plugin's strategy)?";
+  // With several processes the first sharded type (FSDP's, when its plugin is there).
+  const std::string fallback = c.dist.num_processes > 1 && o.types.size() > 1 ? o.types[1] : "NO";
+  d.ask<bool>(question, fallback, [&](const std::string& a) {
+    for (const auto& name : o.strategies)
       if (lower(a) == lower(name)) {
         c.dist.strategy = name;
         return true;
@@ -188,22 +203,59 @@ void ask_distributed_type(Dialogue& d, Config& c) {
     try {
       c.set("distributed_type", a);
     } catch (const Error&) {
-      ACC_FAIL("bad answer '", a, "': allowed: NO, FSDP, SPMD", plugins.empty() ? "" : ", ", util::join(plugins));
+      ACC_FAIL("bad answer '", a, "': allowed: ", util::join(o.types), o.strategies.empty() ? "" : ", ",
+               util::join(o.strategies));
     }
     return true;
   });
 }
 
-// The questions of every plugin section that configures the chosen plugin strategy.
-void ask_plugin_sections(Dialogue& d, Config& c) {
-  if (c.dist.strategy.empty()) return;
-  for (const auto& section : option_section_source()->sections()) {
-    if (std::find(section->strategies.begin(), section->strategies.end(), c.dist.strategy) == section->strategies.end())
-      continue;
-    c.section(section->name);  // written with its defaults even where nothing is asked
-    for (const auto& spec : section->options)
-      if (!spec.question.empty()) d.key(c, spec.question, section->name + "." + spec.key, spec.default_value);
+// Asked yes or no: a boolean key, or one whose default is true or false (FSDP's activation
+// checkpointing, which also takes classes).
+bool asked_yes_no(const OptionSpec& spec) {
+  return spec.type == OptionType::boolean || (spec.type == OptionType::custom && boolean_of(spec.default_value));
+}
+
+// The questions of every section that configures the chosen distributed type or strategy, in
+// the order the section declares its keys, each when its ask_when allows given the answers so far.
+void ask_sections(Dialogue& d, Config& c) {
+  for (const auto& section : all_sections()) {
+    const bool for_type = !section->distributed_type.empty() && c.dist.strategy.empty() &&
+                          section->distributed_type == to_string(c.dist.distributed_type);
+    const bool for_strategy = !c.dist.strategy.empty() && std::find(section->strategies.begin(),
+                                                                    section->strategies.end(),
+                                                                    c.dist.strategy) != section->strategies.end();
+    if (!for_type && !for_strategy) continue;
+    if (!section->in_config_fields()) c.section(section->name);  // written with its defaults even where nothing is asked
+    for (const auto& spec : section->options) {
+      if (spec.question.empty() || (spec.ask_when && !spec.ask_when(c))) continue;
+      const std::string key = section->name + "." + spec.key;
+      const std::string offer = spec.suggest ? spec.suggest(c) : spec.default_value;
+      if (asked_yes_no(spec))
+        c.set(key, d.yes_no(spec.question, boolean_of(offer).value_or(false)) ? "true" : "false");
+      else
+        d.key(c, spec.question, key, offer);
+    }
   }
+}
+
+// The questions, in order: the processes, the distributed type, the questions of the sections
+// that configure it (the plugins'), then mixed precision.
+Config configure(Dialogue& d, std::ostream& out, const Machine& m) {
+  Config c;
+  out << "acc: " << m.cores << " cores, " << (m.native_bf16 ? "native bf16" : "no native bf16")
+      << ". Press Enter to take the default in brackets.\n";
+  c.dist.num_processes = d.count("How many processes (ranks) on this machine?", m.cores, 1);
+  ask_distributed_type(d, c);
+  ask_sections(d, c);
+  const std::string hint = m.native_bf16 ? "bf16 recommended: this CPU multiplies bf16 natively"
+                                         : "this CPU has no native bf16: bf16 would be emulated, slower";
+  std::string question = "Mixed precision: no or bf16 (";
+  question += hint;
+  question += ")?";
+  d.key(c, question, "mixed_precision", m.native_bf16 ? "bf16" : "no");
+  c.validate();
+  return c;
 }
 
 }  // namespace
@@ -213,63 +265,14 @@ Machine this_machine() {
 }
 
 Config default_config(const Machine& m) {
-  Config c;
-  c.dist.num_processes = m.cores;
-  c.compute.bf16 = m.native_bf16;
-  if (m.cores > 1) {
-    c.dist.distributed_type = DistributedType::FSDP;
-    c.set("fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");  // the model's own blocks
-  }
-  return c;
+  std::ostringstream unasked;
+  Dialogue d(nullptr, unasked);
+  return configure(d, unasked, m);
 }
 
 Config ask_config(std::istream& in, std::ostream& out, const Machine& m) {
-  Dialogue d(in, out);
-  Config c;
-  out << "acc: " << m.cores << " cores, " << (m.native_bf16 ? "native bf16" : "no native bf16")
-      << ". Press Enter to take the default in brackets.\n";
-  c.dist.num_processes = d.count("How many processes (ranks) on this machine?", m.cores, 1);
-  ask_distributed_type(d, c);
-  if (c.dist.distributed_type == DistributedType::FSDP) {
-    d.key(c, "Sharding strategy: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 (or 1-5)?",
-          "fsdp_sharding_strategy", "FULL_SHARD");
-    d.key(c, "Auto wrap policy: TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP or NO_WRAP?", "fsdp_auto_wrap_policy",
-          "TRANSFORMER_BASED_WRAP");
-    if (c.dist.fsdp.auto_wrap_policy == WrapPolicy::TRANSFORMER_BASED_WRAP)
-      d.key(c, "Block classes to wrap, comma-separated (empty line: the blocks the model declares)?",
-            "fsdp_transformer_layer_cls_to_wrap", "\"\"");
-    if (c.dist.fsdp.auto_wrap_policy == WrapPolicy::SIZE_BASED_WRAP)
-      d.key(c, "Minimum parameters per unit?", "fsdp_min_num_params", "100000000");
-    d.key(c, "Backward prefetch: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH?", "fsdp_backward_prefetch",
-          "BACKWARD_PRE");
-    c.dist.fsdp.forward_prefetch = d.yes_no("Forward prefetch?", false);
-    c.dist.fsdp.offload_params = d.yes_no("Offload parameters and optimizer state to CPU memory?", false);
-    if (c.dist.fsdp.offload_params)
-      d.key(c, "Directory for file-backed offload of masters and optimizer state (empty line: keep them in memory)?",
-            "fsdp_offload_dir", "\"\"");
-    d.key(c, "State dict type for checkpoints: SHARDED_STATE_DICT or FULL_STATE_DICT?", "fsdp_state_dict_type",
-          "SHARDED_STATE_DICT");
-    c.dist.fsdp.sync_module_states = d.yes_no("Synchronise module states from rank 0 at start?", false);
-    c.dist.fsdp.cpu_ram_efficient_loading = d.yes_no("CPU-RAM-efficient loading (each rank builds only its shard)?", false);
-    c.dist.fsdp.activation_checkpointing = d.yes_no("Activation checkpointing?", false);
-  }
-  if (c.dist.distributed_type == DistributedType::SPMD) {
-    std::string mesh = "[";
-    mesh += std::to_string(c.dist.num_processes);
-    mesh += ", 1]";
-    d.key(c, "Mesh shape, e.g. [2, 1]?", "mesh_shape", mesh);
-    d.key(c, "Mesh axis names?", "axis_names", "[fsdp, model]");
-    d.key(c, "Sharding rules file (empty line: the default, every parameter on fsdp)?", "sharding_rules", "\"\"");
-  }
-  ask_plugin_sections(d, c);
-  const std::string hint = m.native_bf16 ? "bf16 recommended: this CPU multiplies bf16 natively"
-                                         : "this CPU has no native bf16: bf16 would be emulated, slower";
-  std::string question = "Mixed precision: no or bf16 (";
-  question += hint;
-  question += ")?";
-  d.key(c, question, "mixed_precision", m.native_bf16 ? "bf16" : "no");
-  c.validate();
-  return c;
+  Dialogue d(&in, out);
+  return configure(d, out, m);
 }
 
 ConfigCheck check_config(const std::string& path) {

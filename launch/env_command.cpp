@@ -79,7 +79,9 @@ int run_env(const std::vector<std::string>& args) {
   for (const auto& n : registry.comm_backend_names()) std::cout << " " << n;
   std::cout << "\n";
   for (const auto& section : registry.sections()) {
-    std::cout << "- option section " << section->name << " (strategies: " << util::join(section->strategies) << "):\n";
+    const std::string serves = section->distributed_type.empty() ? "strategies: " + util::join(section->strategies)
+                                                                 : "distributed_type " + section->distributed_type;
+    std::cout << "- option section " << section->name << " (" << serves << "):\n";
     for (const auto& spec : section->options)
       std::cout << "    " << spec.key << ": " << spec.default_value << "  # " << spec.help << "\n";
   }

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <utility>
 
@@ -21,17 +20,10 @@ void check_at_least(const char* key, T value, T min) {
   ACC_CHECK(value >= min, key, ": must be >= ", min, " (got ", value, ")");
 }
 
-void validate_spmd(const SpmdConfig& s) {
-  ACC_CHECK(!s.mesh_shape.empty(),
-            "spmd_config.mesh_shape: distributed_type SPMD needs a mesh shape (e.g. [2, 2])");
-  for (int n : s.mesh_shape) ACC_CHECK(n > 0, "spmd_config.mesh_shape: entries must be > 0 (got ", n, ")");
-  ACC_CHECK(s.axis_names.size() == s.mesh_shape.size(),
-            "spmd_config.axis_names: needs one name per mesh_shape entry (got ", s.axis_names.size(),
-            " names for ", s.mesh_shape.size(), " mesh axes)");
-  std::set<std::string> seen;
-  for (const auto& name : s.axis_names)
-    ACC_CHECK(seen.insert(name).second, "spmd_config.axis_names: '", name,
-              "' appears twice (names must be unique)");
+// The sections of every plugin in the search folders.
+std::vector<std::shared_ptr<const OptionSection>> all_sections() {
+  OptionSectionSource* source = option_section_source();
+  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
 }
 
 }  // namespace
@@ -74,17 +66,12 @@ Config Config::from_file(const std::string& path) {
 }
 
 void Config::validate() const {
-  const FsdpConfig& f = dist.fsdp;
   check_at_least("num_processes", dist.num_processes, 1);
   check_at_least("num_machines", dist.num_machines, 1);
   ACC_CHECK(dist.machine_rank >= 0 && dist.machine_rank < dist.num_machines, "machine_rank: ", dist.machine_rank,
             " is not a machine of num_machines ", dist.num_machines, "; expected 0 to ", dist.num_machines - 1);
-  check_at_least("fsdp_config.fsdp_size", f.size, 0);
-  check_at_least("fsdp_config.fsdp_min_num_params", f.min_num_params, int64_t{0});
-  const WrapPolicy policy = f.effective_wrap_policy();
-  ACC_CHECK(f.wrap_fn || policy != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
-            "fsdp_config.fsdp_min_num_params: SIZE_BASED_WRAP needs a value > 0");
-  if (dist.distributed_type == DistributedType::SPMD) validate_spmd(dist.spmd);
+  for (const auto& section : all_sections())
+    if (section->in_config_fields() && section->check_config) section->check_config(*this);
   for (const auto& [name, values] : sections) values.validate();
 }
 
@@ -98,7 +85,11 @@ OptionValues Config::section(const std::string& name) const {
   const auto section = find_option_section(name);
   ACC_CHECK(section, "no option section '", name, "': no plugin in the plugin folders declares it ",
             "(is the plugin that owns it on ACC_PLUGIN_PATH?)");
-  return OptionValues(section);
+  OptionValues values(section);
+  if (section->in_config_fields())  // its values as the typed fields hold them
+    for (const auto& spec : section->options)
+      if (auto text = spec.load(*this)) values.set(spec.key, *text);
+  return values;
 }
 
 OptionValues& Config::section(const std::string& name) {
@@ -112,15 +103,15 @@ std::string Config::not_applicable_note() const {
 
 std::string Config::strategy_name() const {
   if (!dist.strategy.empty()) return dist.strategy;
-  switch (dist.distributed_type) {
-    case DistributedType::NO:
-      return "NO_SHARD";  // a plain run is NO_SHARD on its ranks
-    case DistributedType::FSDP:
-      return to_string(dist.fsdp.sharding_strategy);
-    case DistributedType::SPMD:
-      return "SPMD";
+  std::vector<std::string> looked;
+  for (const auto& section : all_sections()) {
+    if (!section->strategy_of) continue;
+    if (auto name = section->strategy_of(*this)) return *name;
+    looked.push_back(section->name);
   }
-  ACC_FAIL("Config::strategy_name: unknown distributed_type ", static_cast<int>(dist.distributed_type));
+  ACC_FAIL("distributed_type ", to_string(dist.distributed_type), ": no plugin's option section names the ",
+           "strategy it runs (sections asked: ", looked.empty() ? "none" : util::join(looked),
+           "; is the fsdp plugin in the plugin folders?)");
 }
 
 }  // namespace acc

@@ -4,6 +4,12 @@
 // Hugging Face accelerate's YAML layout (distributed_type, mixed_precision, fsdp_config.*) plus
 // acc's own keys, so a file `accelerate config` wrote for PyTorch loads here.
 //
+// Config itself reads only the generic keys. Every section belongs to the plugin that declares
+// it (option_section.h): `fsdp_config:` to the FSDP plugin, `spmd_config:` to the SPMD plugin,
+// `diloco_config:` to DiLoCo's. The first two keep their values in the typed fields below
+// (FsdpConfig, SpmdConfig), which a user program sets in C++; the plugins say how each key is
+// read, written, checked and asked, and which strategy a distributed_type runs.
+//
 // Loading never drops a key silently: keys acc knows but does not act on yet are kept in
 // `warnings` (and logged once by load/from_file); a key nobody knows, or a bad value, is an
 // error naming the key, the value and what is allowed.
@@ -69,6 +75,10 @@ DistributedType parse_distributed_type(const std::string& value, const std::stri
 WrapPolicy parse_wrap_policy(const std::string& value, const std::string& key);  // also SIZED_BASED_WRAP
 BackwardPrefetch parse_backward_prefetch(const std::string& value, const std::string& key);
 StateDictType parse_state_dict_type(const std::string& value, const std::string& key);
+// Every spelling parse_* accepts for E (ShardingStrategy, WrapPolicy, BackwardPrefetch,
+// StateDictType), names first: the values an option section allows.
+template <class E>
+std::vector<std::string> spellings();
 
 // The plugin section called `name` (the plugin registry loads plugins to find it), or null.
 std::shared_ptr<const OptionSection> find_option_section(const std::string& name);
@@ -188,13 +198,15 @@ struct Config {
   void set(const std::string& key, const std::string& value);
   // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config.
   std::string to_yaml() const;
-  // Throws acc::Error naming the field and what is allowed (e.g. fsdp.size < 0,
-  // SIZE_BASED_WRAP without a size, SPMD without mesh_shape, mesh/axis length mismatch).
+  // Throws acc::Error naming the field and what is allowed: the generic keys' checks, then
+  // every section's own (the FSDP plugin's: fsdp.size < 0, SIZE_BASED_WRAP without a size; the
+  // SPMD plugin's: SPMD without mesh_shape, mesh/axis length mismatch; a plugin's).
   void validate() const;
 
-  // The registered strategy to make: dist.strategy when set; else by distributed_type:
-  // NO -> "NO_SHARD" (a plain run is NO_SHARD on its ranks), FSDP -> the sharding strategy's
-  // name ("FULL_SHARD", ...), SPMD -> "SPMD".
+  // The registered strategy to make: dist.strategy when set; else what the section owning the
+  // distributed_type names (OptionSection::strategy_of): the FSDP plugin's NO -> "NO_SHARD" (a
+  // plain run is NO_SHARD on its ranks) and FSDP -> the sharding strategy's name
+  // ("FULL_SHARD", ...), the SPMD plugin's SPMD -> "SPMD".
   std::string strategy_name() const;
   // "keys of Hugging Face accelerate that do not apply to acc, accepted: debug, gpu_ids".
   std::string not_applicable_note() const;

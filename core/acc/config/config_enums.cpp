@@ -103,4 +103,22 @@ StateDictType parse_state_dict_type(const std::string& value, const std::string&
   return parse<StateDictType>(kStateDictTypes, value, key);
 }
 
+namespace {
+template <class E>
+std::vector<std::string> names(std::span<const Spelling<E>> spellings) {
+  std::vector<std::string> out;
+  for (const auto& s : spellings) out.emplace_back(s.name);
+  return out;
+}
+}  // namespace
+
+template <>
+std::vector<std::string> spellings<ShardingStrategy>() { return names<ShardingStrategy>(kShardingStrategies); }
+template <>
+std::vector<std::string> spellings<WrapPolicy>() { return names<WrapPolicy>(kWrapPolicies); }
+template <>
+std::vector<std::string> spellings<BackwardPrefetch>() { return names<BackwardPrefetch>(kBackwardPrefetches); }
+template <>
+std::vector<std::string> spellings<StateDictType>() { return names<StateDictType>(kStateDictTypes); }
+
 }  // namespace acc

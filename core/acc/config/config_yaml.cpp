@@ -21,7 +21,6 @@ struct NamedBool {
   const char* name(bool value) const { return value ? on : off; }
 };
 constexpr NamedBool kMixedPrecision{"no", "bf16"};
-constexpr NamedBool kReduceDtype{"f32", "bf16"};
 
 // Keys Hugging Face accelerate writes that mean nothing for acc on CPUs with one mpirun (GPU,
 // TPU, torch.compile, IPEX and rendezvous settings): accepted, and named once in one line.
@@ -54,12 +53,6 @@ T scalar_as(const YAML::Node& node, const std::string& key, const std::string& e
   return value;
 }
 
-Reader bool_key(bool& target) {
-  return [&target](const YAML::Node& v, const std::string& key) {
-    target = scalar_as<bool>(v, key, "true or false");
-  };
-}
-
 template <class T>
 Reader int_key(T& target, T min) {
   return [&target, min](const YAML::Node& v, const std::string& key) {
@@ -90,26 +83,6 @@ Reader named_bool_key(bool& target, NamedBool names) {
     ACC_CHECK(name == names.off || name == names.on, key, ": bad value '", name, "' (allowed: ", names.off,
               ", ", names.on, ")");
     target = name == names.on;
-  };
-}
-
-template <class T>
-Reader list_key(std::vector<T>& target, const std::string& item) {
-  return [&target, item](const YAML::Node& v, const std::string& key) {
-    if (!v.IsSequence()) bad_value(v, key, "a list, each " + item);
-    target.clear();
-    for (const auto& entry : v) target.push_back(scalar_as<T>(entry, key, item));
-  };
-}
-
-// Class names as accelerate writes them ("GPT2Block,LlamaDecoderLayer") or as a YAML list.
-Reader class_list_key(std::vector<std::string>& target) {
-  return [&target](const YAML::Node& v, const std::string& key) {
-    if (v.IsSequence()) return list_key(target, "a class name")(v, key);
-    std::istringstream names(scalar_as<std::string>(v, key, "class names separated by commas"));
-    target.clear();
-    for (std::string name; std::getline(names, name, ',');)
-      if (!util::trim(name).empty()) target.push_back(util::trim(name));
   };
 }
 
@@ -166,11 +139,32 @@ std::string value_text(const YAML::Node& node) {
   return out.c_str();
 }
 
-// A plugin's section (`diloco_config:`) into c.sections; false when no plugin declares `name`.
+// Sets `key` (or an alias) of `section` from text as a file spells it: into the typed fields
+// of `c` for a section that lives there, else into c.sections.
+void set_section_key(Config& c, const OptionSection& section, const std::string& key, const std::string& text) {
+  if (!section.in_config_fields()) return c.section(section.name).set(key, text);
+  const OptionSpec* spec = section.find(key);
+  if (!spec) section.fail_unknown_key(key);
+  const std::string full_key = section.name + "." + key;
+  spec->store(c, spec->checked(text, full_key), full_key);
+}
+
+// A plugin's section (`diloco_config:`, `fsdp_config:`) into c; false when no plugin declares
+// `name`.
 bool read_plugin_section(Config& c, const std::string& name, const YAML::Node& node) {
   const auto section = find_option_section(name);
   if (!section) return false;
   if (!node.IsNull() && !node.IsMap()) bad_value(node, name, "a mapping of keys");
+  if (section->in_config_fields()) {
+    if (node.IsMap())
+      for (const auto& item : node) {
+        const std::string key = shown(item.first);
+        if (!section->find(key)) section->fail_unknown_key(key);
+        // `key:` or `key: null` chooses nothing, as accelerate reads it.
+        if (!item.second.IsNull()) set_section_key(c, *section, key, value_text(item.second));
+      }
+    return true;
+  }
   OptionValues values(section);
   if (node.IsMap())
     for (const auto& item : node) {
@@ -182,70 +176,6 @@ bool read_plugin_section(Config& c, const std::string& name, const YAML::Node& n
     }
   c.sections.insert_or_assign(name, std::move(values));
   return true;
-}
-
-Reader section_key(Section keys) {
-  return
-      [keys = std::move(keys)](const YAML::Node& v, const std::string& key) { read_section(v, key, keys); };
-}
-
-Section fsdp_keys(Config& c) {
-  FsdpConfig& f = c.dist.fsdp;
-  const Reader backward_prefetch = enum_key(f.backward_prefetch, parse_backward_prefetch);
-  return {
-      {"fsdp_sharding_strategy", enum_key(f.sharding_strategy, parse_sharding_strategy)},
-      {"fsdp_auto_wrap_policy",
-       [&f](const YAML::Node& v, const std::string& key) {
-         enum_key(f.auto_wrap_policy, parse_wrap_policy)(v, key);
-         f.auto_wrap_policy_set = true;
-       }},
-      {"fsdp_transformer_layer_cls_to_wrap", class_list_key(f.wrap_layer_cls)},
-      {"fsdp_min_num_params", int_key(f.min_num_params, int64_t{0})},
-      {"fsdp_ignored_modules", list_key(f.ignored_modules, "a module name")},
-      {"fsdp_backward_prefetch", backward_prefetch},
-      {"fsdp_backward_prefetch_policy", backward_prefetch},  // older accelerate's name
-      {"fsdp_forward_prefetch", bool_key(f.forward_prefetch)},
-      {"fsdp_offload_params", bool_key(f.offload_params)},
-      {"fsdp_offload_dir", string_key(f.offload_dir)},
-      {"fsdp_state_dict_type", enum_key(f.state_dict_type, parse_state_dict_type)},
-      {"fsdp_sync_module_states", bool_key(f.sync_module_states)},
-      {"fsdp_cpu_ram_efficient_loading", bool_key(f.cpu_ram_efficient_loading)},
-      {"fsdp_activation_checkpointing",
-       [&f](const YAML::Node& v, const std::string& key) {
-         bool every_unit = false;  // true/false, or the classes to checkpoint
-         if (v.IsScalar() && YAML::convert<bool>::decode(v, every_unit)) {
-           f.activation_checkpointing = every_unit;
-           f.activation_checkpointing_cls.clear();
-         } else {
-           class_list_key(f.activation_checkpointing_cls)(v, key);
-           f.activation_checkpointing = false;
-         }
-       }},
-      {"fsdp_use_orig_params", bool_key(f.use_orig_params)},
-      {"fsdp_size", int_key(f.size, 0)},
-      {"fsdp_reduce_dtype", named_bool_key(f.reduce_bf16, kReduceDtype)},
-      {"fsdp_vocab_parallel", bool_key(f.vocab_parallel)},
-      {"fsdp_memory_limit",
-       [&f](const YAML::Node& v, const std::string& key) {
-         const auto bytes = util::parse_bytes(scalar_as<std::string>(v, key, "a size"));
-         if (!bytes) bad_value(v, key, "a size such as 8GiB, 512MB or a number of bytes");
-         f.memory_limit = *bytes;
-       }},
-      {"fsdp_version",
-       [&c](const YAML::Node& v, const std::string& key) {
-         if (scalar_as<int>(v, key, "an integer") != 1)
-           c.warnings.push_back("config key '" + key + "' = " + v.Scalar() +
-                                " is ignored (acc implements FSDP version 1)");
-       }},
-  };
-}
-
-Section spmd_keys(SpmdConfig& s) {
-  return {
-      {"mesh_shape", list_key(s.mesh_shape, "an integer")},
-      {"axis_names", list_key(s.axis_names, "a string")},
-      {"sharding_rules", string_key(s.sharding_rules)},
-  };
 }
 
 Section top_keys(Config& c) {
@@ -267,8 +197,6 @@ Section top_keys(Config& c) {
       {"use_cpu", checked_bool_key()},
       {"same_network", checked_bool_key()},
       {"strategy", string_key(c.dist.strategy)},
-      {"fsdp_config", section_key(fsdp_keys(c))},
-      {"spmd_config", section_key(spmd_keys(c.dist.spmd))},
   };
   for (const char* key : kNotApplicableKeys) keys.emplace(key, not_applicable_key(c.not_applicable_keys));
   return keys;
@@ -289,51 +217,36 @@ void put(YAML::Emitter& out, const char* key, const Values&... values) {
   (out << ... << values);
 }
 
-void put_fsdp(YAML::Emitter& out, const FsdpConfig& f) {
-  put(out, "fsdp_config", YAML::BeginMap);
-  put(out, "fsdp_size", f.size);
-  put(out, "fsdp_sharding_strategy", to_string(f.sharding_strategy));
-  if (f.auto_wrap_policy_set) put(out, "fsdp_auto_wrap_policy", to_string(f.auto_wrap_policy));
-  put(out, "fsdp_transformer_layer_cls_to_wrap", util::join(f.wrap_layer_cls, ","));
-  put(out, "fsdp_min_num_params", f.min_num_params);
-  if (!f.ignored_modules.empty()) put(out, "fsdp_ignored_modules", YAML::Flow, f.ignored_modules);
-  put(out, "fsdp_backward_prefetch", to_string(f.backward_prefetch));
-  put(out, "fsdp_forward_prefetch", f.forward_prefetch);
-  put(out, "fsdp_offload_params", f.offload_params);
-  if (!f.offload_dir.empty()) put(out, "fsdp_offload_dir", f.offload_dir);
-  put(out, "fsdp_state_dict_type", to_string(f.state_dict_type));
-  put(out, "fsdp_sync_module_states", f.sync_module_states);
-  put(out, "fsdp_cpu_ram_efficient_loading", f.cpu_ram_efficient_loading);
-  if (f.activation_checkpointing_cls.empty())
-    put(out, "fsdp_activation_checkpointing", f.activation_checkpointing);
-  else
-    put(out, "fsdp_activation_checkpointing", YAML::Flow, f.activation_checkpointing_cls);
-  put(out, "fsdp_use_orig_params", f.use_orig_params);
-  put(out, "fsdp_reduce_dtype", kReduceDtype.name(f.reduce_bf16));
-  if (!f.vocab_parallel) put(out, "fsdp_vocab_parallel", false);
-  if (f.memory_limit > 0) put(out, "fsdp_memory_limit", f.memory_limit);
-  out << YAML::EndMap;
-}
-
-void put_spmd(YAML::Emitter& out, const SpmdConfig& s) {
-  put(out, "spmd_config", YAML::BeginMap);
-  put(out, "mesh_shape", YAML::Flow, s.mesh_shape);
-  put(out, "axis_names", YAML::Flow, s.axis_names);
-  put(out, "sharding_rules", s.sharding_rules);
-  out << YAML::EndMap;
+// One key's value: text as a string, anything else as the YAML it spells (a list keeps the
+// flow style of its text; YAML::Flow before a Node is not consumed by it and would turn the
+// next mapping into flow style).
+void put_value(YAML::Emitter& out, const OptionSpec& spec, const std::string& text) {
+  if (spec.type == OptionType::text || text.empty()) return put(out, spec.key.c_str(), text);
+  put(out, spec.key.c_str(), YAML::Load(text));
 }
 
 // Every key of a plugin's section, in the order the plugin declares them.
 void put_plugin_section(YAML::Emitter& out, const std::string& name, const OptionValues& values) {
   put(out, name.c_str(), YAML::BeginMap);
-  for (const auto& spec : values.section().options) {
-    const std::string& text = values.text(spec.key);
-    if (spec.type == OptionType::text)
-      put(out, spec.key.c_str(), text);
-    else
-      put(out, spec.key.c_str(), YAML::Flow, YAML::Load(text));
-  }
+  for (const auto& spec : values.section().options) put_value(out, spec, values.text(spec.key));
   out << YAML::EndMap;
+}
+
+// A section in typed fields: the keys its load gives, none when it gives none.
+void put_field_section(YAML::Emitter& out, const OptionSection& section, const Config& c) {
+  std::vector<std::pair<const OptionSpec*, std::string>> present;
+  for (const auto& spec : section.options)
+    if (auto text = spec.load(c)) present.emplace_back(&spec, std::move(*text));
+  if (present.empty()) return;
+  put(out, section.name.c_str(), YAML::BeginMap);
+  for (const auto& [spec, text] : present) put_value(out, *spec, text);
+  out << YAML::EndMap;
+}
+
+// The sections of every plugin in the search folders.
+std::vector<std::shared_ptr<const OptionSection>> all_sections() {
+  OptionSectionSource* source = option_section_source();
+  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
 }
 
 }  // namespace
@@ -341,15 +254,12 @@ void put_plugin_section(YAML::Emitter& out, const std::string& name, const Optio
 std::vector<std::string> Config::keys() {
   Config c;
   std::vector<std::string> out;
-  for (const auto& [name, _] : top_keys(c)) {
-    if (name == "fsdp_config" || name == "spmd_config") continue;
-    out.push_back(name);
-  }
-  for (const auto& [name, _] : fsdp_keys(c)) out.push_back("fsdp_config." + name);
-  for (const auto& [name, _] : spmd_keys(c.dist.spmd)) out.push_back("spmd_config." + name);
-  if (OptionSectionSource* source = option_section_source())
-    for (const auto& section : source->sections())
-      for (const auto& spec : section->options) out.push_back(section->name + "." + spec.key);
+  for (const auto& [name, _] : top_keys(c)) out.push_back(name);
+  for (const auto& section : all_sections())
+    for (const auto& spec : section->options) {
+      out.push_back(section->name + "." + spec.key);
+      for (const auto& alias : spec.aliases) out.push_back(section->name + "." + alias);
+    }
   return out;
 }
 
@@ -363,20 +273,14 @@ void Config::set(const std::string& key, const std::string& value) {
     node = YAML::Node(value);  // not YAML on its own (e.g. "a: b:"): the text as a string
   }
   if (node.IsNull()) node = YAML::Node(value);
-  for (const auto& [section, keys] : {std::pair<std::string, Section>{"", top_keys(*this)},
-                                      {"fsdp_config", fsdp_keys(*this)},
-                                      {"spmd_config", spmd_keys(dist.spmd)}}) {
-    if (dot != std::string::npos && key.substr(0, dot) != section) continue;
-    const auto it = keys.find(name);
-    if (it == keys.end() || name == "fsdp_config" || name == "spmd_config") continue;
-    it->second(node, section.empty() ? name : section + "." + name);
-    return;
-  }
+  const Section top = top_keys(*this);
+  if (const auto it = top.find(key); it != top.end()) return it->second(node, key);
   if (dot != std::string::npos) {  // a plugin's section named
-    if (find_option_section(key.substr(0, dot))) return this->section(key.substr(0, dot)).set(name, value);
-  } else if (OptionSectionSource* source = option_section_source()) {  // the plugin section holding it
-    for (const auto& s : source->sections())
-      if (s->find(name)) return this->section(s->name).set(name, value);
+    if (const auto section = find_option_section(key.substr(0, dot)))
+      return set_section_key(*this, *section, name, value);
+  } else {  // the plugin section holding it
+    for (const auto& s : all_sections())
+      if (s->find(name)) return set_section_key(*this, *s, name, value);
   }
   const auto known = keys();
   ACC_FAIL("unknown config key '", key, "' (known: ", util::join(known), ")");
@@ -402,9 +306,8 @@ std::string Config::to_yaml() const {
   put(out, "num_machines", dist.num_machines);
   if (dist.machine_rank != 0) put(out, "machine_rank", dist.machine_rank);
   if (!dist.strategy.empty()) put(out, "strategy", dist.strategy);
-  put_fsdp(out, dist.fsdp);
-  const SpmdConfig& s = dist.spmd;
-  if (!s.mesh_shape.empty() || !s.axis_names.empty() || !s.sharding_rules.empty()) put_spmd(out, s);
+  for (const auto& section : all_sections())
+    if (section->in_config_fields()) put_field_section(out, *section, *this);
   for (const auto& [name, values] : sections) put_plugin_section(out, name, values);
   out << YAML::EndMap;
   ACC_CHECK(out.good(), "Config::to_yaml: ", out.GetLastError());

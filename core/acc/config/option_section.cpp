@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
@@ -37,6 +38,19 @@ std::string range_text(const OptionSpec& s) {
   return out;
 }
 
+// A value as messages show it.
+std::string shown(const YAML::Node& node, const std::string& text) {
+  if (node.IsSequence()) return "<a list>";
+  if (node.IsMap()) return "<a mapping>";
+  return text;
+}
+
+std::string list_text(const std::vector<std::string>& items) {
+  std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
+  out += util::join(items);
+  return out += ']';
+}
+
 YAML::Node parsed(const std::string& text) {
   try {
     return YAML::Load(text);
@@ -56,6 +70,9 @@ std::string to_string(OptionType type) {
     case OptionType::choice: return "one of the names";
     case OptionType::integer_list: return "a list of integers";
     case OptionType::text_list: return "a list of strings";
+    case OptionType::name_list: return "names: a list, or one string separated by commas";
+    case OptionType::size: return "a size such as 8GiB";
+    case OptionType::custom: return "a value (see the key's help)";
   }
   return "a value";
 }
@@ -87,10 +104,11 @@ std::string OptionSpec::checked(const std::string& text, const std::string& full
       in_range(v, "a number");
       return shortest(v);
     }
-    case OptionType::text:
+    case OptionType::text:  // as YAML reads it: '"a b"' is a b, '""' and '~' nothing
       if (!node.IsNull() && !node.IsScalar()) fail("a string");
-      return text;
+      return node.IsScalar() ? node.Scalar() : "";
     case OptionType::choice: {
+      if (!node.IsNull() && !node.IsScalar()) ACC_FAIL(full_key, ": bad value '", shown(node, text), "' (expected a name)");
       const auto it = std::ranges::find(allowed, upper(util::trim(text)), [](const std::string& a) { return upper(a); });
       if (it == allowed.end()) ACC_FAIL(full_key, ": bad value '", text, "' (allowed: ", util::join(allowed), ")");
       return *it;
@@ -99,25 +117,75 @@ std::string OptionSpec::checked(const std::string& text, const std::string& full
     case OptionType::text_list: {
       const bool integers = type == OptionType::integer_list;
       const std::string each = integers ? "an integer" : "a string";
-      if (!node.IsSequence()) fail("a list, each " + each + (integers ? ", e.g. [2, 2]" : ", e.g. [a, b]"));
+      if (!node.IsSequence()) fail("a list, each " + each);
       std::vector<std::string> items;
       for (const auto& item : node) {
         int64_t v = 0;
-        if (!item.IsScalar() || (integers && !YAML::convert<int64_t>::decode(item, v))) fail("a list, each " + each);
+        if (!item.IsScalar() || (integers && !YAML::convert<int64_t>::decode(item, v)))
+          ACC_FAIL(full_key, ": bad value '", item.IsScalar() ? item.Scalar() : shown(item, ""), "' (expected ", each,
+                   "); ", full_key, " is a list, each ", each);
         if (integers) in_range(static_cast<double>(v), "a list, each an integer");
         items.push_back(integers ? std::to_string(v) : item.Scalar());
       }
-      std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
-      out += util::join(items);
-      return out += ']';
+      return list_text(items);
     }
+    case OptionType::name_list: {
+      std::vector<std::string> names;
+      if (node.IsSequence()) {
+        for (const auto& item : node) {
+          if (!item.IsScalar()) fail("a list of names, or names separated by commas");
+          names.push_back(item.Scalar());
+        }
+      } else if (node.IsNull() || node.IsScalar()) {
+        std::istringstream in(node.IsNull() ? "" : node.Scalar());
+        for (std::string name; std::getline(in, name, ',');)
+          if (!util::trim(name).empty()) names.push_back(util::trim(name));
+      } else {
+        fail("a list of names, or names separated by commas");
+      }
+      return list_text(names);
+    }
+    case OptionType::size: {
+      if (node.IsNull()) return "";  // no size given
+      const auto bytes = node.IsScalar() ? util::parse_bytes(node.Scalar()) : std::nullopt;
+      if (!bytes) fail("a size such as 8GiB, 512MB or a number of bytes");
+      return std::to_string(*bytes);
+    }
+    case OptionType::custom:
+      return text;
   }
   ACC_FAIL(full_key, ": unknown option type ", static_cast<int>(type));
 }
 
+bool OptionSpec::answers_to(const std::string& name) const {
+  return name == key || std::ranges::find(aliases, name) != aliases.end();
+}
+
 const OptionSpec* OptionSection::find(const std::string& key) const {
-  const auto it = std::ranges::find(options, key, &OptionSpec::key);
+  const auto it = std::ranges::find_if(options, [&](const OptionSpec& s) { return s.answers_to(key); });
   return it == options.end() ? nullptr : &*it;
+}
+
+void OptionSection::fail_unknown_key(const std::string& key) const {
+  std::vector<std::string> known;
+  for (const auto& s : options) known.push_back(s.key);
+  ACC_FAIL("unknown key '", name, ".", key, "' (known ", name, " keys: ", util::join(known), ")");
+}
+
+bool OptionSection::in_config_fields() const {
+  return !options.empty() && std::ranges::all_of(options, [](const OptionSpec& s) { return s.store && s.load; });
+}
+
+std::vector<std::string> names_of(const std::string& text) {
+  const YAML::Node node = parsed(text);
+  return node.IsSequence() ? node.as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+std::optional<bool> boolean_of(const std::string& text) {
+  bool v = false;
+  const YAML::Node node = parsed(text);
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v)) return std::nullopt;
+  return v;
 }
 
 OptionValues::OptionValues(std::shared_ptr<const OptionSection> section) : section_(std::move(section)) {
@@ -133,21 +201,17 @@ const OptionSection& OptionValues::section() const {
 
 const OptionSpec& OptionValues::spec(const std::string& key) const {
   const OptionSpec* spec = section().find(key);
-  if (!spec) {
-    std::vector<std::string> known;
-    for (const auto& s : section_->options) known.push_back(s.key);
-    ACC_FAIL("unknown key '", section_->name, ".", key, "' (known ", section_->name, " keys: ", util::join(known), ")");
-  }
+  if (!spec) section_->fail_unknown_key(key);
   return *spec;
 }
 
 void OptionValues::set(const std::string& key, const std::string& text) {
-  values_[key] = spec(key).checked(text, section().name + "." + key);
+  const OptionSpec& s = spec(key);
+  values_[s.key] = s.checked(text, section().name + "." + key);
 }
 
 const std::string& OptionValues::text(const std::string& key) const {
-  spec(key);
-  return values_.at(key);
+  return values_.at(spec(key).key);
 }
 
 bool OptionValues::boolean(const std::string& key) const { return parsed(text(key)).as<bool>(); }

@@ -5,6 +5,12 @@
 // exactly as it does its own, without knowing what they mean; the plugin reads the values back
 // through Config::section(name).
 //
+// A section may instead live in typed fields of acc::Config: the built-in plugins' sections
+// (`fsdp_config:` in config.dist.fsdp, `spmd_config:` in config.dist.spmd), which user programs
+// set in C++ as TorchAcc's do. Each of its keys then also says how its checked text is stored
+// into those fields and read back (OptionSpec::store, load); Config keeps no values of its own
+// for it, and the plugin still owns every key, check, question and the strategy it names.
+//
 //   | piece                 | what it is                                                     |
 //   |-----------------------|----------------------------------------------------------------|
 //   | OptionSpec            | one key: type, default, what is allowed, help, question        |
@@ -19,12 +25,18 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace acc {
 
-enum class OptionType { boolean, integer, number, text, choice, integer_list, text_list };
+struct Config;
+
+// name_list: a YAML list of names, or one string of names separated by commas ("A,B"), kept as
+// "[A, B]". size: bytes, written "8GiB", "512MB", "1.5 GB" or a number, kept as the number.
+// custom: any scalar or list, kept as written; the key's `store` checks it.
+enum class OptionType { boolean, integer, number, text, choice, integer_list, text_list, name_list, size, custom };
 std::string to_string(OptionType type);  // "an integer", "true or false", ...: for messages
 
 // Every member of OptionSpec and OptionSection has a default, so a plugin declares them with
@@ -38,10 +50,22 @@ struct OptionSpec {
   double max = std::numeric_limits<double>::infinity();
   std::string help{};      // one line, for `accelerate env` and error messages
   std::string question{};  // what `accelerate config` asks; empty: not asked
+  // Other names a file may use for the key (an older accelerate's).
+  std::vector<std::string> aliases{};
+  // `accelerate config`: the answer it offers (empty: default_value), and whether it asks at
+  // all given the answers so far (empty: always).
+  std::function<std::string(const Config&)> suggest{};
+  std::function<bool(const Config&)> ask_when{};
+  // A key of a section in typed fields of Config: `store` puts the checked text into them
+  // (throwing acc::Error naming `full_key` for a value the type allows but the field does not),
+  // `load` gives it back as a file spells it, or nothing when the file need not hold the key.
+  std::function<void(Config& config, const std::string& text, const std::string& full_key)> store{};
+  std::function<std::optional<std::string>(const Config& config)> load{};
 
   // `text` in canonical form, or an acc::Error naming `full_key` ("diloco_config.inner_steps"),
   // the value and what is allowed.
   std::string checked(const std::string& text, const std::string& full_key) const;
+  bool answers_to(const std::string& name) const;  // its key or one of its aliases
 };
 
 class OptionValues;
@@ -49,12 +73,27 @@ class OptionValues;
 struct OptionSection {
   std::string name{};                     // the file's key: "diloco_config"
   std::vector<std::string> strategies{};  // strategies it configures: asked when one is chosen
+  // The value of Hugging Face accelerate's distributed_type it configures (FSDP, SPMD), which
+  // `accelerate config` offers and then asks this section's questions for.
+  std::string distributed_type{};
   std::vector<OptionSpec> options{};
   // Checks across keys, after each key was checked alone; throws acc::Error naming the keys.
   std::function<void(const OptionValues&)> check{};
+  // The same for a section in typed fields (every key has store and load): Config::validate.
+  std::function<void(const Config&)> check_config{};
+  // The registered strategy a config without `strategy:` runs when this section owns its
+  // distributed_type (FSDP: the sharding strategy's name); empty when not this section's.
+  std::function<std::optional<std::string>(const Config&)> strategy_of{};
 
-  const OptionSpec* find(const std::string& key) const;  // null when it has no such key
+  const OptionSpec* find(const std::string& key) const;  // by key or alias; null when none
+  bool in_config_fields() const;  // every key has store and load
+  // "unknown key 'NAME.key' (known NAME keys: ...)".
+  [[noreturn]] void fail_unknown_key(const std::string& key) const;
 };
+
+// For a key's store: the names of a name_list's canonical text, and a boolean's value.
+std::vector<std::string> names_of(const std::string& text);
+std::optional<bool> boolean_of(const std::string& text);
 
 // One section's values: the defaults until a key is set.
 class OptionValues {

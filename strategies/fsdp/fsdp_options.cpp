@@ -1,0 +1,229 @@
+#include "fsdp_options.h"
+
+#include "acc/util/error.h"
+#include "common/config_fields.h"
+
+namespace acc::fsdp {
+
+namespace {
+
+using parallel::bind;
+
+// A key of FsdpConfig.
+template <class T>
+OptionSpec key(OptionSpec spec, T FsdpConfig::*member) {
+  return bind(std::move(spec), &DistConfig::fsdp, member);
+}
+
+// An enum key: stored through parse, written by to_string.
+template <class E>
+OptionSpec enum_key(OptionSpec spec, E FsdpConfig::*member, E (*parse)(const std::string&, const std::string&)) {
+  spec.type = OptionType::choice;
+  spec.allowed = spellings<E>();
+  spec.store = [member, parse](Config& c, const std::string& text, const std::string& full_key) {
+    c.dist.fsdp.*member = parse(text, full_key);
+  };
+  spec.load = [member](const Config& c) -> std::optional<std::string> { return to_string(c.dist.fsdp.*member); };
+  return spec;
+}
+
+// The answer `accelerate config` offers.
+std::function<std::string(const Config&)> offer(std::string answer) {
+  return [answer = std::move(answer)](const Config&) { return answer; };
+}
+
+std::function<bool(const Config&)> when_policy(WrapPolicy policy) {
+  return [policy](const Config& c) { return c.dist.fsdp.auto_wrap_policy == policy; };
+}
+
+// Written only when it differs from `unset`.
+template <class T>
+OptionSpec unless(OptionSpec spec, T FsdpConfig::*member, T unset) {
+  auto load = spec.load;
+  spec.load = [load, member, unset](const Config& c) -> std::optional<std::string> {
+    return c.dist.fsdp.*member == unset ? std::nullopt : load(c);
+  };
+  return spec;
+}
+
+void check(const Config& c) {
+  const FsdpConfig& f = c.dist.fsdp;
+  ACC_CHECK(f.size >= 0, "fsdp_config.fsdp_size: must be >= 0 (got ", f.size, ")");
+  ACC_CHECK(f.min_num_params >= 0, "fsdp_config.fsdp_min_num_params: must be >= 0 (got ", f.min_num_params, ")");
+  ACC_CHECK(f.wrap_fn || f.effective_wrap_policy() != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
+            "fsdp_config.fsdp_min_num_params: SIZE_BASED_WRAP needs a value > 0");
+}
+
+std::optional<std::string> strategy_of(const Config& c) {
+  if (c.dist.distributed_type == DistributedType::NO) return "NO_SHARD";  // a plain run is NO_SHARD on its ranks
+  if (c.dist.distributed_type == DistributedType::FSDP) return to_string(c.dist.fsdp.sharding_strategy);
+  return std::nullopt;
+}
+
+}  // namespace
+
+OptionSection option_section() {
+  using T = OptionType;
+  OptionSpec policy = enum_key<WrapPolicy>(
+      {.key = "fsdp_auto_wrap_policy",
+       .default_value = "NO_WRAP",
+       .help = "which modules become units; unset: TRANSFORMER_BASED_WRAP when classes are named, "
+               "SIZE_BASED_WRAP with fsdp_min_num_params, else NO_WRAP",
+       .question = "Auto wrap policy: TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP or NO_WRAP?",
+       .suggest = offer("TRANSFORMER_BASED_WRAP")},
+      &FsdpConfig::auto_wrap_policy, parse_wrap_policy);
+  policy.store = [](Config& c, const std::string& text, const std::string& full_key) {
+    c.dist.fsdp.auto_wrap_policy = parse_wrap_policy(text, full_key);
+    c.dist.fsdp.auto_wrap_policy_set = true;
+  };
+  policy.load = [](const Config& c) -> std::optional<std::string> {
+    if (!c.dist.fsdp.auto_wrap_policy_set) return std::nullopt;
+    return to_string(c.dist.fsdp.auto_wrap_policy);
+  };
+
+  OptionSpec classes = key({.key = "fsdp_transformer_layer_cls_to_wrap",
+                            .type = T::name_list,
+                            .default_value = "[]",
+                            .help = "block classes that become units (empty: the blocks the model declares)",
+                            .question = "Block classes to wrap, comma-separated (empty line: the blocks the model declares)?",
+                            .suggest = offer("\"\""),
+                            .ask_when = when_policy(WrapPolicy::TRANSFORMER_BASED_WRAP)},
+                           &FsdpConfig::wrap_layer_cls);
+  classes.load = [](const Config& c) -> std::optional<std::string> {
+    return util::join(c.dist.fsdp.wrap_layer_cls, ",");  // as accelerate writes it
+  };
+
+  // true/false (every unit), or the classes whose modules keep only their inputs.
+  OptionSpec checkpointing{.key = "fsdp_activation_checkpointing",
+                           .type = T::custom,
+                           .default_value = "false",
+                           .help = "true: every unit but the root keeps only its input; or a list of module classes",
+                           .question = "Activation checkpointing?"};
+  checkpointing.store = [](Config& c, const std::string& text, const std::string& full_key) {
+    FsdpConfig& f = c.dist.fsdp;
+    if (const auto every_unit = boolean_of(text)) {
+      f.activation_checkpointing = *every_unit;
+      f.activation_checkpointing_cls.clear();
+      return;
+    }
+    f.activation_checkpointing_cls = names_of(OptionSpec{.type = T::name_list}.checked(text, full_key));
+    f.activation_checkpointing = false;
+  };
+  checkpointing.load = [](const Config& c) -> std::optional<std::string> {
+    const FsdpConfig& f = c.dist.fsdp;
+    if (f.activation_checkpointing_cls.empty()) return f.activation_checkpointing ? "true" : "false";
+    std::string out = "[";
+    out += util::join(f.activation_checkpointing_cls);
+    return out += ']';
+  };
+
+  OptionSpec reduce_dtype{.key = "fsdp_reduce_dtype",
+                          .type = T::choice,
+                          .default_value = "f32",
+                          .allowed = {"f32", "bf16"},
+                          .help = "dtype of the gradient reductions (f32 as PyTorch's MixedPrecision, or bf16)"};
+  reduce_dtype.store = [](Config& c, const std::string& text, const std::string&) {
+    c.dist.fsdp.reduce_bf16 = text == "bf16";
+  };
+  reduce_dtype.load = [](const Config& c) -> std::optional<std::string> {
+    return c.dist.fsdp.reduce_bf16 ? "bf16" : "f32";
+  };
+
+  OptionSpec memory_limit = unless(key({.key = "fsdp_memory_limit",
+                                        .type = T::size,
+                                        .help = "bytes one rank may use, AUTO's budget (e.g. 8GiB); unset: the "
+                                                "rank's share of physical memory"},
+                                       &FsdpConfig::memory_limit),
+                                   &FsdpConfig::memory_limit, int64_t{0});
+
+  OptionSpec version{.key = "fsdp_version", .type = T::integer, .default_value = "1",
+                     .help = "PyTorch's FSDP version; acc implements version 1 (others are ignored with a warning)"};
+  version.store = [](Config& c, const std::string& text, const std::string& full_key) {
+    if (text != "1") c.warnings.push_back("config key '" + full_key + "' = " + text + " is ignored (acc implements FSDP version 1)");
+  };
+  version.load = [](const Config&) -> std::optional<std::string> { return std::nullopt; };
+
+  return {
+      .name = "fsdp_config",
+      .distributed_type = "FSDP",
+      .options =
+          {
+              key({.key = "fsdp_size", .type = T::integer, .default_value = "0", .min = 0,
+                   .help = "ranks one shard group spans; 0: all of them (the node for the hybrids)"},
+                  &FsdpConfig::size),
+              enum_key<ShardingStrategy>(
+                  {.key = "fsdp_sharding_strategy",
+                   .default_value = "FULL_SHARD",
+                   .help = "what is sharded and when it is gathered; AUTO: the least communication that fits "
+                           "fsdp_memory_limit",
+                   .question = "Sharding strategy: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, "
+                               "HYBRID_SHARD_ZERO2 (or 1-5)?"},
+                  &FsdpConfig::sharding_strategy, parse_sharding_strategy),
+              policy,
+              classes,
+              key({.key = "fsdp_min_num_params", .type = T::integer, .default_value = "0", .min = 0,
+                   .help = "SIZE_BASED_WRAP: parameters a unit holds at least",
+                   .question = "Minimum parameters per unit?",
+                   .suggest = offer("100000000"),
+                   .ask_when = when_policy(WrapPolicy::SIZE_BASED_WRAP)},
+                  &FsdpConfig::min_num_params),
+              unless(key({.key = "fsdp_ignored_modules", .type = T::text_list, .default_value = "[]",
+                          .help = "modules (qualified names) whose parameters stay whole on every rank"},
+                         &FsdpConfig::ignored_modules),
+                     &FsdpConfig::ignored_modules, std::vector<std::string>{}),
+              enum_key<BackwardPrefetch>(
+                  {.key = "fsdp_backward_prefetch",
+                   .default_value = "BACKWARD_PRE",
+                   .help = "when the backward gathers the next unit",
+                   .question = "Backward prefetch: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH?",
+                   .aliases = {"fsdp_backward_prefetch_policy"}},  // older accelerate's name
+                  &FsdpConfig::backward_prefetch, parse_backward_prefetch),
+              key({.key = "fsdp_forward_prefetch", .type = T::boolean, .default_value = "false",
+                   .help = "gather the next unit while the forward runs this one",
+                   .question = "Forward prefetch?"},
+                  &FsdpConfig::forward_prefetch),
+              key({.key = "fsdp_offload_params", .type = T::boolean, .default_value = "false",
+                   .help = "masters, gradients and optimizer state in the offload memory tier",
+                   .question = "Offload parameters and optimizer state to CPU memory?"},
+                  &FsdpConfig::offload_params),
+              unless(key({.key = "fsdp_offload_dir", .type = T::text,
+                          .help = "masters and optimizer state in files under this directory (implies "
+                                  "fsdp_offload_params)",
+                          .question = "Directory for file-backed offload of masters and optimizer state "
+                                      "(empty line: keep them in memory)?",
+                          .suggest = offer("\"\""),
+                          .ask_when = [](const Config& c) { return c.dist.fsdp.offload_params; }},
+                         &FsdpConfig::offload_dir),
+                     &FsdpConfig::offload_dir, std::string()),
+              enum_key<StateDictType>(
+                  {.key = "fsdp_state_dict_type",
+                   .default_value = "SHARDED_STATE_DICT",
+                   .help = "checkpoints: a shard per rank, or one whole model file",
+                   .question = "State dict type for checkpoints: SHARDED_STATE_DICT or FULL_STATE_DICT?"},
+                  &FsdpConfig::state_dict_type, parse_state_dict_type),
+              key({.key = "fsdp_sync_module_states", .type = T::boolean, .default_value = "false",
+                   .help = "broadcast rank 0's parameters before sharding",
+                   .question = "Synchronise module states from rank 0 at start?"},
+                  &FsdpConfig::sync_module_states),
+              key({.key = "fsdp_cpu_ram_efficient_loading", .type = T::boolean, .default_value = "false",
+                   .help = "each rank makes only its shards of the model (deferred initialisation)",
+                   .question = "CPU-RAM-efficient loading (each rank builds only its shard)?"},
+                  &FsdpConfig::cpu_ram_efficient_loading),
+              checkpointing,
+              key({.key = "fsdp_use_orig_params", .type = T::boolean, .default_value = "true",
+                   .help = "parameters keep their names and shapes (acc always does)"},
+                  &FsdpConfig::use_orig_params),
+              reduce_dtype,
+              unless(key({.key = "fsdp_vocab_parallel", .type = T::boolean, .default_value = "true",
+                          .help = "a causal LM's embedding and head stay split by vocabulary rows"},
+                         &FsdpConfig::vocab_parallel),
+                     &FsdpConfig::vocab_parallel, true),
+              memory_limit,
+              version,
+          },
+      .check_config = check,
+      .strategy_of = strategy_of,
+  };
+}
+
+}  // namespace acc::fsdp

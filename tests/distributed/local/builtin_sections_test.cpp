@@ -1,0 +1,64 @@
+// The sections the FSDP and SPMD plugins declare for config.dist.fsdp and config.dist.spmd: what
+// each key says is its default is what a default-constructed acc::Config holds, and every key
+// they declare reaches a field (a value set through the section reads back the same).
+#include <gtest/gtest.h>
+
+#include "acc/config/config.h"
+#include "acc/plugin/registry.h"
+
+namespace acc {
+namespace {
+
+std::vector<std::shared_ptr<const OptionSection>> field_sections() {
+  std::vector<std::shared_ptr<const OptionSection>> out;
+  for (const auto& s : plugin::Registry::global().sections())
+    if (s->in_config_fields()) out.push_back(s);
+  return out;
+}
+
+TEST(BuiltInSections, FsdpAndSpmdLiveInTheTypedFields) {
+  std::vector<std::string> names;
+  for (const auto& s : field_sections()) names.push_back(s->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fsdp_config", "spmd_config"}));
+}
+
+TEST(BuiltInSections, DeclaredDefaultsAreTheConfigDefaults) {
+  const Config defaults;
+  for (const auto& section : field_sections())
+    for (const auto& spec : section->options) {
+      const auto held = spec.load(defaults);
+      if (!held) continue;  // not written at its default
+      const std::string key = section->name + "." + spec.key;
+      EXPECT_EQ(spec.checked(*held, key), spec.checked(spec.default_value, key)) << key;
+    }
+}
+
+TEST(BuiltInSections, EveryKeyReachesItsField) {
+  // A value other than the default for each key with a value of its own, set and read back.
+  const std::map<std::string, std::string> values{
+      {"fsdp_size", "2"}, {"fsdp_sharding_strategy", "SHARD_GRAD_OP"}, {"fsdp_auto_wrap_policy", "SIZE_BASED_WRAP"},
+      {"fsdp_transformer_layer_cls_to_wrap", "[GPT2Block]"}, {"fsdp_min_num_params", "7"},
+      {"fsdp_ignored_modules", "[lm_head]"}, {"fsdp_backward_prefetch", "NO_PREFETCH"},
+      {"fsdp_forward_prefetch", "true"}, {"fsdp_offload_params", "true"}, {"fsdp_offload_dir", "/tmp/x"},
+      {"fsdp_state_dict_type", "FULL_STATE_DICT"}, {"fsdp_sync_module_states", "true"},
+      {"fsdp_cpu_ram_efficient_loading", "true"}, {"fsdp_activation_checkpointing", "[GPT2MLP]"},
+      {"fsdp_use_orig_params", "false"}, {"fsdp_reduce_dtype", "bf16"}, {"fsdp_vocab_parallel", "false"},
+      {"fsdp_memory_limit", "1GiB"}, {"axis_names", "[fsdp, model]"}, {"mesh_shape", "[2, 1]"},
+      {"sharding_rules", "rules.yaml"}};
+  for (const auto& section : field_sections())
+    for (const auto& spec : section->options) {
+      if (spec.key == "fsdp_version") continue;  // read for its warning only
+      const auto it = values.find(spec.key);
+      ASSERT_NE(it, values.end()) << "no test value for " << spec.key;
+      Config c;
+      c.set(section->name + "." + spec.key, it->second);
+      EXPECT_FALSE(c == Config{}) << spec.key << " changed no field";
+      const auto held = spec.load(c);
+      ASSERT_TRUE(held) << spec.key;
+      const std::string key = section->name + "." + spec.key;
+      EXPECT_EQ(spec.checked(*held, key), spec.checked(it->second, key)) << key;
+    }
+}
+
+}  // namespace
+}  // namespace acc
