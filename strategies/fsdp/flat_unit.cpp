@@ -96,6 +96,11 @@ FlatUnit::Part FlatUnit::part_of(const Slot& slot, int rank) const {
   return lo < hi ? Part{lo, hi - lo} : Part{};
 }
 
+FlatUnit::Params FlatUnit::params() const {
+  if (gathering_) return Params::gathering;
+  return full_.storage()->released() ? Params::sharded : Params::gathered;
+}
+
 void FlatUnit::start_gather() {
   if (!sharded() || gathered()) return;
   full_.storage()->reacquire();
@@ -133,30 +138,30 @@ void FlatUnit::release() {
 }
 
 void FlatUnit::begin_pass(bool accumulate, bool sync) {
-  if (in_pass_) return;
-  in_pass_ = true;
+  if (pass_ != Pass::idle) return;
+  pass_ = sync ? Pass::reducing : Pass::summing;
   accumulate_ = accumulate;
-  sync_ = sync;
   arrived_ = 0;
   local_parts_ = 0;
-  if (!sync_) return;
+  if (!sync) return;
   if (!grad_.defined())
     grad_ = new_buffer(grad_numel(), DType::f32, memory::Category::gradients, shard_tier());
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 
 std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tensor& grad) {
-  ACC_CHECK(in_pass_, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
+  ACC_CHECK(pass_ != Pass::idle, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
   autograd::NoGradGuard no_grad;
   const Slot& slot = slots_[i];
   const int64_t numel = shape_numel(slot.shape);
   Tensor flat = grad.view({numel});
-  if (!sync_ && !local_.defined())
+  const bool sync = pass_ == Pass::reducing;
+  if (!sync && !local_.defined())
     local_ = new_buffer(trainable_numel_, DType::f32, memory::Category::gradients);
   if (local_.defined()) {  // no_sync passes summed gradients here: add this one
     Tensor summed = local_.slice_flat(slot.offset, {numel});
     autograd::add_into(summed, flat);
-    if (!sync_) return std::nullopt;
+    if (!sync) return std::nullopt;
     flat = summed;
   }
   // The ranks' parts of the slot, in rank order, tile it: the counts of a reduce_scatter_v.
@@ -175,12 +180,12 @@ std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tenso
 }
 
 std::optional<FlatUnit::Reduction> FlatUnit::take_local_gradient(const Tensor& part) {
-  ACC_CHECK(in_pass_, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
+  ACC_CHECK(pass_ != Pass::idle, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
   autograd::NoGradGuard no_grad;
   Tensor flat = part.view({part.numel()});
   ACC_CHECK(flat.numel() == grad_numel(), "FSDP unit '", name_, "': a gradient of ", flat.numel(),
             " elements for this rank's part of ", grad_numel());
-  if (!sync_) {
+  if (pass_ == Pass::summing) {
     if (!local_part_.defined()) local_part_ = new_buffer(flat.numel(), DType::f32, memory::Category::gradients);
     autograd::add_into(local_part_, flat);
     return std::nullopt;
@@ -238,8 +243,8 @@ void FlatUnit::Reduction::land() {
 bool FlatUnit::slot_done() { return ++arrived_ == trainable_; }
 
 void FlatUnit::end_pass() {
-  in_pass_ = false;
-  if (sync_) local_ = Tensor();  // reduced: the local sum is spent
+  if (pass_ == Pass::reducing) local_ = Tensor();  // reduced: the local sum is spent
+  pass_ = Pass::idle;
 }
 
 }  // namespace acc::fsdp

@@ -72,8 +72,13 @@ class FlatUnit {
   const UnitGroups& groups() const { return groups_; }
 
   // --- parameters ---
+  // Where the unit's parameters are (FSDP2's sharded state): only this rank's shard, an
+  // all-gather into `full` in flight (start_gather), or whole in `full`. Derived from `full`
+  // and the gather in flight, which are the state.
+  enum class Params { sharded, gathering, gathered };
+  Params params() const;
   // True once `full` holds memory: gathered, or being gathered by start_gather().
-  bool gathered() const { return !full_.storage()->released(); }
+  bool gathered() const { return params() != Params::sharded; }
   // Issues the all-gather of the compute shard into `full` and returns (prefetch); no-op when
   // already gathered or in flight.
   void start_gather();
@@ -90,9 +95,12 @@ class FlatUnit {
   // are added to what the optimizer kept, else they replace it. A pass without `sync`
   // (no_sync) only sums the gradients into a local unit-sized buffer, which the next syncing
   // pass reduces together with its own and frees.
+  //   idle      between passes
+  //   summing   a no_sync pass: gradients summed locally, nothing sent
+  //   reducing  gradients reduce-scattered into the shards as they arrive
+  enum class Pass { idle, summing, reducing };
+  Pass pass() const { return pass_; }
   void begin_pass(bool accumulate, bool sync);
-  bool in_pass() const { return in_pass_; }
-  bool syncing() const { return sync_; }
   // A slot's gradient reduction in flight: its collectives were issued and run while the rank
   // goes on; land() waits for them and puts the result in the shard's gradient (converting from
   // the bf16 wire, adding to kept gradients). Until then it holds the slot's whole gradient.
@@ -144,7 +152,8 @@ class FlatUnit {
   size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
   int64_t trainable_numel_ = 0;  // the flat prefix the trainable slots fill
   size_t arrived_ = 0;
-  bool in_pass_ = false, accumulate_ = false, sync_ = true;
+  Pass pass_ = Pass::idle;
+  bool accumulate_ = false;  // this pass adds to the gradients the optimizer kept
 };
 
 }  // namespace acc::fsdp

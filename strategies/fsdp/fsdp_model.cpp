@@ -124,7 +124,7 @@ parallel::VocabShard FsdpModel::vocab_shard(size_t u) {
 }
 
 bool FsdpModel::splits_vocab(const data::Batch& batch) const {
-  return lm_ && !summoned_ && autograd::GradMode::is_enabled() && batch.contains("labels") &&
+  return lm_ && phase_ != Phase::summoned && autograd::GradMode::is_enabled() && batch.contains("labels") &&
          !lm_->returns_logits();
 }
 
@@ -149,7 +149,7 @@ void FsdpModel::hook_unit(size_t u) {
         FlatUnit& unit = *units_[u];
         unit.gather();
         // Summoned, or a recomputation in backward: the unit stays gathered.
-        if (summoned_ || autograd::in_backward()) return inner(x);
+        if (phase_ == Phase::summoned || autograd::in_backward()) return inner(x);
         calls_this_forward_.push_back(u);
         if (options_.forward_prefetch) prefetch(neighbour(u, +1));
         Tensor y = checkpointed ? autograd::checkpoint(inner, x) : inner(x);
@@ -210,9 +210,12 @@ void FsdpModel::checkpoint_listed_modules() {
 }
 
 void FsdpModel::first_gradient(size_t u) {
-  units_[u]->begin_pass(pieces_have_grads(u), sync_);
-  if (backward_queued_) return;
-  backward_queued_ = true;
+  ACC_CHECK(phase_ != Phase::summoned, type_name(), ": a backward inside summon_full_params(), whose "
+            "gradients no unit would reduce; evaluate there without gradients (NoGradGuard), or train "
+            "outside the scope");
+  units_[u]->begin_pass(pieces_have_grads(u), gradient_sync_);
+  if (phase_ == Phase::backward) return;
+  phase_ = Phase::backward;
   autograd::queue_callback([this] { finish_backward(); });
 }
 
@@ -230,7 +233,7 @@ void FsdpModel::point_piece_grads(size_t u) {
 }
 
 void FsdpModel::unit_backward_done(size_t u) {
-  const bool synced = units_[u]->syncing();
+  const bool synced = units_[u]->pass() == FlatUnit::Pass::reducing;
   units_[u]->end_pass();
   if (synced) point_piece_grads(u);  // a no_sync pass leaves the shards' gradients as they were
   if (u + 1 < units_.size()) {
@@ -241,10 +244,10 @@ void FsdpModel::unit_backward_done(size_t u) {
 }
 
 void FsdpModel::finish_backward() {
-  backward_queued_ = false;
+  phase_ = Phase::idle;
   // Units some of whose parameters got no gradient this pass, in the same order on every rank.
   for (size_t u = 0; u < units_.size(); ++u)
-    if (units_[u]->in_pass()) unit_backward_done(u);
+    if (units_[u]->pass() != FlatUnit::Pass::idle) unit_backward_done(u);
   land_reductions(0);
   // The root, and any unit prefetched whose backward did not come.
   for (auto& unit : units_) unit->release();
@@ -265,13 +268,16 @@ void FsdpModel::land_reductions(int64_t keep_bytes) {
   }
 }
 
+void FsdpModel::close_interrupted_backward() {
+  if (phase_ != Phase::backward) return;
+  phase_ = Phase::idle;
+  for (auto& unit : units_) unit->end_pass();
+  land_reductions(0);
+}
+
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
   activity::Phase phase("forward");
-  if (backward_queued_) {  // the last backward threw before its end: its pass is over
-    backward_queued_ = false;
-    for (auto& unit : units_) unit->end_pass();
-    land_reductions(0);
-  }
+  close_interrupted_backward();
   root().gather();
   if (!splits_vocab(batch))
     for (size_t u : vocab_units_) units_[u]->gather();
@@ -282,7 +288,7 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
     std::fill(order_position_.begin(), order_position_.end(), -1);
     for (size_t i = forward_order_.size(); i-- > 0;) order_position_[forward_order_[i]] = static_cast<int>(i);
   }
-  if (!autograd::GradMode::is_enabled() && !summoned_) {  // no backward will follow: shards only
+  if (!autograd::GradMode::is_enabled() && phase_ != Phase::summoned) {  // no backward follows: shards only
     for (auto& unit : units_) unit->release();
   } else if (options_.reshard_after_forward) {  // units prefetched but not called this time
     for (size_t u = 0; u + 1 < units_.size(); ++u)
@@ -292,16 +298,17 @@ models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
 }
 
 void FsdpModel::begin_full_params(bool writeback) {
-  ACC_CHECK(!summoned_, type_name(), ": summon_full_params() scopes do not nest");
+  ACC_CHECK(phase_ != Phase::summoned, type_name(), ": summon_full_params() scopes do not nest");
   ACC_CHECK(!writeback || options_.compute_dtype == DType::f32, type_name(),
             ": summon_full_params(writeback) needs f32 compute; with bf16 the gathered parameters "
             "are rounded copies of the f32 masters");
+  close_interrupted_backward();
   for (auto& unit : units_) unit->gather();
-  summoned_ = true;
+  phase_ = Phase::summoned;
 }
 
 void FsdpModel::end_full_params(bool writeback) noexcept {
-  summoned_ = false;
+  phase_ = Phase::idle;
   if (writeback) {
     autograd::NoGradGuard no_grad;
     for (auto& unit : units_) unit->write_back();

@@ -83,7 +83,7 @@ class FsdpModel final : public ShardedModel {
     bool decays;
   };
 
-  void set_gradient_sync(bool on) override { sync_ = on; }
+  void set_gradient_sync(bool on) override { gradient_sync_ = on; }
   void begin_full_params(bool writeback) override;
   void end_full_params(bool writeback) noexcept override;
   void hook_unit(size_t u);
@@ -101,6 +101,8 @@ class FsdpModel final : public ShardedModel {
   void first_gradient(size_t u);
   void unit_backward_done(size_t u);
   void finish_backward();
+  // A backward that threw before its end leaves the phase at backward: its passes are over.
+  void close_interrupted_backward();
   // Gradient reductions: each is issued as autograd completes the gradient and runs while the
   // backward goes on. reduce() keeps it in flight, landing the oldest ones once those in flight
   // hold more than reduce_window_ bytes of gradients; land_reductions(0) lands them all.
@@ -127,9 +129,15 @@ class FsdpModel final : public ShardedModel {
   std::deque<FlatUnit::Reduction> reducing_;  // issued, not landed, oldest first
   int64_t reducing_bytes_ = 0;  // the gradient bytes they hold
   int64_t reduce_window_ = 0;   // the largest wrapped unit's gradient bytes (0: no overlap)
-  bool backward_queued_ = false;
-  bool sync_ = true;  // off inside no_sync()
-  bool summoned_ = false;  // inside summon_full_params(): every unit stays gathered
+  // Where the model is (FSDP2's training state); each unit keeps its own (FlatUnit::Params,
+  // FlatUnit::Pass).
+  //   idle      forward, or between steps
+  //   backward  from a unit's first gradient until finish_backward, which is queued to run when
+  //             autograd's pass ends
+  //   summoned  inside summon_full_params(): every unit stays gathered
+  enum class Phase { idle, backward, summoned };
+  Phase phase_ = Phase::idle;
+  bool gradient_sync_ = true;  // off inside no_sync(): a mode the user sets, kept across phases
 };
 
 }  // namespace acc::fsdp

@@ -4,6 +4,7 @@
 
 #include "acc/autograd/grad_mode.h"
 #include "fsdp_fixtures.h"
+#include "support/test_support.h"
 
 namespace acc::test {
 namespace {
@@ -31,6 +32,21 @@ TEST(SummonFullParams, TheWrappedModelIsWholeAndEvaluatesAsTheShardedOne) {
     EXPECT_EQ(sharded->module().forward(batch).loss.item(), sharded_loss);
     EXPECT_EQ(sharded->module().forward(batch).loss.item(), sharded_loss);
   }
+}
+
+// Summoned parameters are for evaluation: a backward there would reduce nothing, as PyTorch's
+// FSDP refuses it too.
+TEST(SummonFullParams, ABackwardInsideIsAnError) {
+  auto sharded = sharded_gpt2();
+  data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 8, .prefetch = 0});
+  const data::Batch batch = *loader.begin();
+  {
+    auto scope = sharded->summon_full_params();
+    EXPECT_NE(error_of([&] { sharded->forward(batch).loss.backward(); }).find("a backward inside summon_full_params()"),
+              std::string::npos);
+  }
+  // The model trains as before once the scope is left.
+  sharded->forward(batch).loss.backward();
 }
 
 TEST(SummonFullParams, WritesBackOnlyWhenAsked) {
