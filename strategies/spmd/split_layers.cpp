@@ -41,7 +41,7 @@ std::optional<SplitDim> layer_split(const nn::Module& m, const std::string& path
   const auto& dims = rule.spec.dims;
   if (dims.size() < 3) return std::nullopt;
   if (dims[1] == kModel) return SplitDim::sequence;
-  if (dims.back() == kModel && m.type_name() != "Linear" && parent_and_index(path).second >= 0)
+  if (dims.back() == kModel && m.type_name() != nn::Linear::kTypeName && parent_and_index(path).second >= 0)
     return SplitDim::hidden;
   return std::nullopt;
 }
@@ -104,11 +104,11 @@ std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const Resol
     for (auto& [sub, m] : ordered.back()->named_modules()) {
       const std::string where = sub.empty() ? path : path + "." + sub;
       inside.insert(m);
-      const bool linear = m->type_name() == "Linear";
+      const bool linear = m->type_name() == nn::Linear::kTypeName;
       ACC_CHECK(!linear || parallel_linear(m), "SPMD: ", splits, "Linear '", where, "' in '", path, "' is not split ",
                 "over `model`: with ", describe(split), " split, every Linear in the layer must be column- or ",
                 "row-parallel, so that attention sees every token and every feature");
-      ACC_CHECK(m->type_name() != "Embedding", "SPMD: ", splits, "'", path, "' holds Embedding '", where,
+      ACC_CHECK(m->type_name() != nn::Embedding::kTypeName, "SPMD: ", splits, "'", path, "' holds Embedding '", where,
                 "', which split layers do not run");
       // Masks are keyed by the element's index in the tensor: every rank would draw the same
       // mask for its slice.

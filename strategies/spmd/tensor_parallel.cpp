@@ -4,6 +4,7 @@
 #include <map>
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/nn/layers.h"
 #include "acc/ops/ops.h"
 #include "acc/util/log.h"
 #include "common/model_axis_ops.h"
@@ -69,7 +70,8 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     const auto [path, local] = owner_and_local(name);
     const nn::Module* owner = modules.at(path);
     const Tensor p = model.parameter(name);
-    const bool linear = owner->type_name() == "Linear", embedding = owner->type_name() == "Embedding";
+    const bool linear = owner->type_name() == nn::Linear::kTypeName,
+               embedding = owner->type_name() == nn::Embedding::kTypeName;
     if (linear && local == "weight" && dim <= 1) {
       column[owner] = dim == 0;
     } else if (embedding && local == "weight" && dim <= 1) {
@@ -97,7 +99,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     splits_.push_back({name, p.shape(), dim, sections});
   }
   for (auto& [path, m] : modules) {
-    if (m->type_name() != "Linear") continue;
+    if (m->type_name() != nn::Linear::kTypeName) continue;
     const auto kind = column.find(m);
     const bool bias_split = m->has_param("bias") && split_of(path + ".bias") != nullptr;
     const bool is_column = kind != column.end() && kind->second;

@@ -51,7 +51,7 @@ float residual_std(const GPT2Config& c) {
 }  // namespace
 
 GPT2Attention::GPT2Attention(const GPT2Config& c)
-    : nn::Module("GPT2Attention"), head_dim_(c.n_embd / c.n_head) {
+    : nn::Module(kTypeName), head_dim_(c.n_embd / c.n_head) {
   c_attn_ = register_module("c_attn", std::make_shared<Linear>(c.n_embd, 3 * c.n_embd, true,
                                                                 c.initializer_range));
   c_proj_ = register_module("c_proj",
@@ -67,7 +67,7 @@ Tensor GPT2Attention::forward(const Tensor& x) {
   return (*c_proj_)(merge_heads(y));
 }
 
-GPT2MLP::GPT2MLP(const GPT2Config& c) : nn::Module("GPT2MLP") {
+GPT2MLP::GPT2MLP(const GPT2Config& c) : nn::Module(kTypeName) {
   c_fc_ = register_module("c_fc", std::make_shared<Linear>(c.n_embd, 4 * c.n_embd, true,
                                                             c.initializer_range));
   c_proj_ = register_module("c_proj",
@@ -76,7 +76,7 @@ GPT2MLP::GPT2MLP(const GPT2Config& c) : nn::Module("GPT2MLP") {
 
 Tensor GPT2MLP::forward(const Tensor& x) { return (*c_proj_)(ops::gelu((*c_fc_)(x))); }
 
-GPT2Block::GPT2Block(const GPT2Config& c) : nn::Module("GPT2Block") {
+GPT2Block::GPT2Block(const GPT2Config& c) : nn::Module(kTypeName) {
   ln_1_ = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.n_embd, c.layer_norm_epsilon));
   attn_ = register_module("attn", std::make_shared<GPT2Attention>(c));
   ln_2_ = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.n_embd, c.layer_norm_epsilon));

@@ -34,6 +34,7 @@ struct GPT2Config {
 
 class GPT2Attention : public nn::Module {
  public:
+  static constexpr const char* kTypeName = "GPT2Attention";
   explicit GPT2Attention(const GPT2Config& c);
   Tensor forward(const Tensor& x) override;  // [B, T, C] -> [B, T, C]
 
@@ -44,6 +45,7 @@ class GPT2Attention : public nn::Module {
 
 class GPT2MLP : public nn::Module {
  public:
+  static constexpr const char* kTypeName = "GPT2MLP";
   explicit GPT2MLP(const GPT2Config& c);
   Tensor forward(const Tensor& x) override;
 
@@ -54,6 +56,7 @@ class GPT2MLP : public nn::Module {
 // x + attn(ln_1(x)), then + mlp(ln_2(x)).
 class GPT2Block : public nn::Module {
  public:
+  static constexpr const char* kTypeName = "GPT2Block";
   explicit GPT2Block(const GPT2Config& c);
   Tensor forward(const Tensor& x) override;
 
@@ -82,7 +85,7 @@ class GPT2 : public CausalLM {
   int packed_sections(const std::string& name) const override;
   // The head is wte itself, read at the end of the forward.
   std::vector<std::string> shared_parameters() const override { return {"transformer.wte.weight"}; }
-  std::vector<std::string> block_types() const override { return {"GPT2Block"}; }
+  std::vector<std::string> block_types() const override { return {GPT2Block::kTypeName}; }
   std::vector<SplitTogether> split_together() const override;
 
  private:

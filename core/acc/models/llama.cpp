@@ -44,7 +44,7 @@ std::shared_ptr<Linear> projection(const LlamaConfig& c, int64_t in, int64_t out
 }  // namespace
 
 LlamaAttention::LlamaAttention(const LlamaConfig& c)
-    : nn::Module("LlamaAttention"),
+    : nn::Module(kTypeName),
       head_dim_(c.head_dim()),
       rope_theta_(c.rope_theta) {
   const int64_t C = c.hidden_size, kv = c.num_key_value_heads * c.head_dim();
@@ -61,7 +61,7 @@ Tensor LlamaAttention::forward(const Tensor& x) {
   return (*o_proj_)(merge_heads(ops::causal_attention(q, k, v)));
 }
 
-LlamaMLP::LlamaMLP(const LlamaConfig& c) : nn::Module("LlamaMLP") {
+LlamaMLP::LlamaMLP(const LlamaConfig& c) : nn::Module(kTypeName) {
   gate_proj_ = register_module("gate_proj", projection(c, c.hidden_size, c.intermediate_size));
   up_proj_ = register_module("up_proj", projection(c, c.hidden_size, c.intermediate_size));
   down_proj_ = register_module("down_proj", projection(c, c.intermediate_size, c.hidden_size));
@@ -71,7 +71,7 @@ Tensor LlamaMLP::forward(const Tensor& x) {
   return (*down_proj_)(ops::swiglu((*gate_proj_)(x), (*up_proj_)(x)));
 }
 
-LlamaDecoderLayer::LlamaDecoderLayer(const LlamaConfig& c) : nn::Module("LlamaDecoderLayer") {
+LlamaDecoderLayer::LlamaDecoderLayer(const LlamaConfig& c) : nn::Module(kTypeName) {
   self_attn_ = register_module("self_attn", std::make_shared<LlamaAttention>(c));
   mlp_ = register_module("mlp", std::make_shared<LlamaMLP>(c));
   input_layernorm_ = register_module("input_layernorm",

@@ -37,6 +37,7 @@ struct LlamaConfig {
 
 class LlamaAttention : public nn::Module {
  public:
+  static constexpr const char* kTypeName = "LlamaAttention";
   explicit LlamaAttention(const LlamaConfig& c);
   Tensor forward(const Tensor& x) override;  // [B, T, C] -> [B, T, C]
 
@@ -49,6 +50,7 @@ class LlamaAttention : public nn::Module {
 // down(silu(gate(x)) * up(x)).
 class LlamaMLP : public nn::Module {
  public:
+  static constexpr const char* kTypeName = "LlamaMLP";
   explicit LlamaMLP(const LlamaConfig& c);
   Tensor forward(const Tensor& x) override;
 
@@ -58,6 +60,7 @@ class LlamaMLP : public nn::Module {
 
 class LlamaDecoderLayer : public nn::Module {
  public:
+  static constexpr const char* kTypeName = "LlamaDecoderLayer";
   explicit LlamaDecoderLayer(const LlamaConfig& c);
   Tensor forward(const Tensor& x) override;
 
@@ -76,7 +79,7 @@ class Llama : public CausalLM {
   nn::Module* token_embedding() override { return embed_tokens_.get(); }
   // lm_head's weight is read by the loss, not through lm_head's call.
   std::vector<std::string> shared_parameters() const override { return {"lm_head.weight"}; }
-  std::vector<std::string> block_types() const override { return {"LlamaDecoderLayer"}; }
+  std::vector<std::string> block_types() const override { return {LlamaDecoderLayer::kTypeName}; }
   std::vector<SplitTogether> split_together() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.max_position_embeddings; }

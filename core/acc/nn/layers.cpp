@@ -15,7 +15,7 @@ float inv_sqrt(int64_t fan_in) { return fan_in > 0 ? 1.f / std::sqrt(static_cast
 }  // namespace
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
-    : Module("Linear"), in_(in_features), out_(out_features), bias_(bias) {
+    : Module(kTypeName), in_(in_features), out_(out_features), bias_(bias) {
   ACC_CHECK(in_features > 0 && out_features > 0, "Linear: features must be positive, got in ",
             in_features, ", out ", out_features);
   register_parameter("weight", new_parameter({out_features, in_features}));
@@ -33,7 +33,7 @@ Tensor Linear::forward(const Tensor& x) {
   return ops::linear(x, param("weight"), bias_ ? param("bias") : Tensor());
 }
 
-Embedding::Embedding(int64_t num_embeddings, int64_t dim) : Module("Embedding") {
+Embedding::Embedding(int64_t num_embeddings, int64_t dim) : Module(kTypeName) {
   register_parameter("weight", new_parameter({num_embeddings, dim}));
   reset_parameters(0, "");
 }
@@ -44,7 +44,7 @@ void Embedding::reset_parameters(uint64_t seed, const std::string& prefix) {
 
 Tensor Embedding::forward(const Tensor& ids) { return ops::embedding(param("weight"), ids); }
 
-LayerNorm::LayerNorm(int64_t dim, double eps) : Module("LayerNorm"), eps_(eps) {
+LayerNorm::LayerNorm(int64_t dim, double eps) : Module(kTypeName), eps_(eps) {
   register_parameter("weight", new_parameter({dim}));
   register_parameter("bias", new_parameter({dim}));
   reset_parameters(0, "");
@@ -59,7 +59,7 @@ Tensor LayerNorm::forward(const Tensor& x) {
   return ops::layer_norm(x, param("weight"), param("bias"), eps_);
 }
 
-RMSNorm::RMSNorm(int64_t dim, double eps) : Module("RMSNorm"), eps_(eps) {
+RMSNorm::RMSNorm(int64_t dim, double eps) : Module(kTypeName), eps_(eps) {
   register_parameter("weight", new_parameter({dim}));
   reset_parameters(0, "");
 }

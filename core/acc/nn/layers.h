@@ -12,6 +12,7 @@ namespace acc::nn {
 // y = x W^T + b; weight [out, in], bias [out]; uniform(+-1/sqrt(in)) like PyTorch.
 class Linear : public Module {
  public:
+  static constexpr const char* kTypeName = "Linear";  // type_name(), what policies match
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
@@ -26,6 +27,7 @@ class Linear : public Module {
 // Lookup of integer ids [...] in weight [num, dim]; N(0, 1) init.
 class Embedding : public Module {
  public:
+  static constexpr const char* kTypeName = "Embedding";  // type_name(), what policies match
   Embedding(int64_t num_embeddings, int64_t dim);
   Tensor forward(const Tensor& ids) override;
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
@@ -34,6 +36,7 @@ class Embedding : public Module {
 // Over the last dimension; weight ones, bias zeros.
 class LayerNorm : public Module {
  public:
+  static constexpr const char* kTypeName = "LayerNorm";  // type_name(), what policies match
   explicit LayerNorm(int64_t dim, double eps = 1e-5);
   Tensor forward(const Tensor& x) override;
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
@@ -45,6 +48,7 @@ class LayerNorm : public Module {
 
 class RMSNorm : public Module {
  public:
+  static constexpr const char* kTypeName = "RMSNorm";  // type_name(), what policies match
   explicit RMSNorm(int64_t dim, double eps = 1e-6);
   Tensor forward(const Tensor& x) override;
   void reset_parameters(uint64_t seed, const std::string& prefix) override;
