@@ -5,6 +5,7 @@
 
 #include "acc/accelerate/auto_strategy.h"
 #include "acc/estimate/memory_estimate.h"
+#include "acc/train/lm_program.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
 #include "commands.h"
@@ -20,9 +21,13 @@ FSDP settings, and plugins' strategies on ACC_PLUGIN_PATH), by the categories ac
 allocator counts: parameters (f32 masters, bf16 copies), gradients, optimizer state, gathered
 units, activations and communication buffers. MODEL is a preset (gpt2-tiny, gpt2, gpt2-medium,
 gpt2-large, gpt2-xl, llama-tiny, llama-small), a model config YAML or a .safetensors file.
-The FSDP rows wrap each transformer block in its own unit, as the training programs do. AUTO
+Each strategy's rows use the options of --config_file (default: none set), as the training
+programs run them: without a wrap policy, each transformer block is its own FSDP unit. AUTO
 picks the first row in the order printed that fits (the least communication first).
 
+  --config_file F             the options the strategies are estimated with (wrap policy,
+                              a plugin's section, ...); its num_processes and mixed_precision
+                              are the defaults of the two options below
   --num_processes N           ranks (default 1)
   --ranks_per_node R          ranks on one machine (default N); the hybrids shard within one
   --mixed_precision no|bf16   compute dtype (default no)
@@ -40,6 +45,7 @@ picks the first row in the order printed that fits (the least communication firs
 
 struct Options {
   std::string model;
+  Config config;
   estimate::Workload workload{.world = 1, .ranks_per_node = 0, .batch = 8, .seq = 1024};
   bool checkpointing = false;
   bool offload = false;
@@ -48,14 +54,20 @@ struct Options {
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
+  bool world_given = false, precision_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {
       ACC_CHECK(i + 1 < args.size(), a, " needs a value\n", kUsage);
       return args[++i];
     };
-    if (a == "--num_processes") {
+    if (a == "--config_file") {
+      o.config = Config::from_file(value());
+      if (!world_given) o.workload.world = o.config.dist.num_processes;
+      if (!precision_given) o.workload.bf16 = o.config.compute.bf16;
+    } else if (a == "--num_processes") {
       o.workload.world = parse_count(value(), a, 1);
+      world_given = true;
     } else if (a == "--ranks_per_node") {
       o.workload.ranks_per_node = parse_count(value(), a, 1);
     } else if (a == "--batch") {
@@ -66,6 +78,7 @@ Options parse(const std::vector<std::string>& args) {
       const std::string& v = value();
       ACC_CHECK(v == "no" || v == "bf16", a, ": expected no or bf16, got '", v, "'");
       o.workload.bf16 = v == "bf16";
+      precision_given = true;
     } else if (a == "--activation_checkpointing") {
       o.checkpointing = true;
     } else if (a == "--memory_limit") {
@@ -90,11 +103,10 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
-// The options the rows are estimated with: the training programs' (each transformer block its
-// own FSDP unit), plus what the flags ask.
+// The options the rows are estimated with: --config_file's as the training programs run them,
+// plus what the flags ask.
 Config estimated_config(const Options& o) {
-  Config config;
-  config.set("fsdp_config.fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP");
+  Config config = train::with_program_defaults(o.config);
   if (o.checkpointing) config.set("fsdp_config.fsdp_activation_checkpointing", "true");
   return config;
 }

@@ -148,17 +148,10 @@ double validation_loss(models::Model& model, const data::DataLoader& val, int64_
 }
 
 // The accelerate config: --config_file, else Config::load() (ACC_CONFIG_FILE, the default
-// config, the defaults).
-// With no wrap policy chosen at all, the model's blocks are wrapped; a policy the file chose,
-// and the classes it names, are kept (TRANSFORMER_BASED_WRAP naming none wraps the blocks too).
+// config, the defaults), as the programs run it.
 Config load_config(const Options& o) {
-  Config config = o.config_file.empty() ? Config::load() : Config::from_file(o.config_file);
+  Config config = with_program_defaults(o.config_file.empty() ? Config::load() : Config::from_file(o.config_file));
   if (o.bf16) config.compute.bf16 = true;
-  FsdpConfig& fsdp = config.dist.fsdp;
-  if (fsdp.effective_wrap_policy() == WrapPolicy::NO_WRAP && !fsdp.auto_wrap_policy_set) {
-    fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
-    fsdp.auto_wrap_policy_set = true;
-  }
   return config;
 }
 
@@ -353,6 +346,16 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
 std::string describe_val_loss(double val, double unigram) {
   return format("val loss %.4f (unigram %.4f, %.2f nats ", val, unigram, std::abs(unigram - val)) +
          (val <= unigram ? "below)" : "above)");
+}
+
+// TRANSFORMER_BASED_WRAP naming no class wraps the blocks the model declares.
+Config with_program_defaults(Config config) {
+  FsdpConfig& fsdp = config.dist.fsdp;
+  if (fsdp.effective_wrap_policy() == WrapPolicy::NO_WRAP && !fsdp.auto_wrap_policy_set) {
+    fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
+    fsdp.auto_wrap_policy_set = true;
+  }
+  return config;
 }
 
 double unigram_entropy(std::span<const int32_t> tokens) {

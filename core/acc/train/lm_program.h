@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "acc/config/config.h"
 #include "acc/models/model.h"
 
 namespace acc::train {
@@ -22,6 +23,10 @@ using CausalLMFactory =
 // written.
 // With no wrap policy in the config, the model's blocks (Module::block_types) are wrapped.
 int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model);
+
+// `config` as the training programs run it: with no wrap policy chosen at all, the model's
+// blocks are wrapped; a policy the config chose, and the classes it names, are kept.
+Config with_program_defaults(Config config);
 
 // Entropy of the token frequency distribution, in nats: the loss of the best model that ignores
 // context, which a trained language model must beat.
