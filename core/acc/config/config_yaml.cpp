@@ -103,34 +103,6 @@ std::vector<std::string> plugin_section_names() {
   return names;
 }
 
-// Reads a key no built-in reader has; false when it is not one.
-using OtherKey = std::function<bool(const std::string& name, const YAML::Node& value)>;
-
-// Every key of `node` must be one of `keys` (or one `other` reads); `section` prefixes the
-// names in messages.
-void read_section(const YAML::Node& node, const std::string& section, const Section& keys,
-                  const OtherKey& other = {}) {
-  if (!node.IsMap()) bad_value(node, section, "a mapping of keys");
-  for (const auto& item : node) {
-    const std::string name = shown(item.first);
-    const std::string key = section.empty() ? name : section + "." + name;
-    const auto it = keys.find(name);
-    if (it == keys.end() && other && other(name, item.second)) continue;
-    if (it == keys.end()) {
-      std::vector<std::string> known(std::views::keys(keys).begin(), std::views::keys(keys).end());
-      if (other) {
-        const auto plugin_sections = plugin_section_names();
-        known.insert(known.end(), plugin_sections.begin(), plugin_sections.end());
-      }
-      ACC_FAIL("unknown key '", key, "' (known ", section.empty() ? "top-level" : section, " keys: ",
-               util::join(known), ")",
-               other ? "; a plugin's option section is known when its plugin is on ACC_PLUGIN_PATH" : "");
-    }
-    // `key:` or `key: null` chooses nothing, as accelerate reads it.
-    if (!item.second.IsNull()) it->second(item.second, key);
-  }
-}
-
 // A value as text a plugin section's spec can check: scalars as written, lists in flow style.
 std::string value_text(const YAML::Node& node) {
   if (node.IsScalar()) return node.Scalar();
@@ -178,6 +150,24 @@ bool read_plugin_section(Config& c, const std::string& name, const YAML::Node& n
   return true;
 }
 
+// Every key of a file's top level: one of `keys`, or a plugin's section (read into c).
+void read_top_level(const YAML::Node& root, const Section& keys, Config& c) {
+  for (const auto& item : root) {
+    const std::string name = shown(item.first);
+    const auto it = keys.find(name);
+    if (it == keys.end()) {
+      if (read_plugin_section(c, name, item.second)) continue;
+      std::vector<std::string> known(std::views::keys(keys).begin(), std::views::keys(keys).end());
+      const auto sections = plugin_section_names();
+      known.insert(known.end(), sections.begin(), sections.end());
+      ACC_FAIL("unknown key '", name, "' (known top-level keys: ", util::join(known),
+               "); a plugin's option section is known when its plugin is on ACC_PLUGIN_PATH");
+    }
+    // `key:` or `key: null` chooses nothing, as accelerate reads it.
+    if (!item.second.IsNull()) it->second(item.second, name);
+  }
+}
+
 Section top_keys(Config& c) {
   Section keys = {
       {"compute_environment",
@@ -206,8 +196,7 @@ Config parse(const YAML::Node& root) {
   Config c;
   if (root.IsNull()) return c;  // an empty file: the defaults
   ACC_CHECK(root.IsMap(), "expected a mapping of config keys, got '", shown(root), "'");
-  read_section(root, "", top_keys(c),
-               [&c](const std::string& name, const YAML::Node& value) { return read_plugin_section(c, name, value); });
+  read_top_level(root, top_keys(c), c);
   return c;
 }
 
