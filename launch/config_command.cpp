@@ -164,11 +164,6 @@ constexpr const char* kUsage = R"(usage: accelerate config [--config_file F]    
        accelerate config update [F]                  add keys this acc knows, keep the values
 F defaults to )";
 
-std::vector<std::shared_ptr<const OptionSection>> all_sections() {
-  OptionSectionSource* source = option_section_source();
-  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
-}
-
 // What the distributed type question offers: NO, the distributed types the plugins' sections
 // own (FSDP, SPMD), then the plugins' own strategies (DILOCO), which `strategy:` names.
 struct Offered {
@@ -180,7 +175,7 @@ Offered offered() {
   auto add = [](std::vector<std::string>& to, const std::string& name) {
     if (!name.empty() && std::find(to.begin(), to.end(), name) == to.end()) to.push_back(name);
   };
-  for (const auto& section : all_sections()) {
+  for (const auto& section : all_option_sections()) {
     add(o.types, section->distributed_type);
     for (const auto& name : section->strategies) add(o.strategies, name);
   }
@@ -219,7 +214,7 @@ bool asked_yes_no(const OptionSpec& spec) {
 // The questions of every section that configures the chosen distributed type or strategy, in
 // the order the section declares its keys, each when its ask_when allows given the answers so far.
 void ask_sections(Dialogue& d, Config& c) {
-  for (const auto& section : all_sections()) {
+  for (const auto& section : all_option_sections()) {
     const bool for_type = !section->distributed_type.empty() && c.dist.strategy.empty() &&
                           section->distributed_type == to_string(c.dist.distributed_type);
     const bool for_strategy = !c.dist.strategy.empty() && std::find(section->strategies.begin(),

@@ -146,8 +146,7 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   header.push_back("total");
   if (o.offload) header.insert(header.end(), {"compute", "offload"});
   std::cout << row("strategy", header);
-  auto print = [&](const std::string& name, estimate::Memory e) {
-    if (w.save_async && e.checkpoint == 0) e.checkpoint = estimate::async_checkpoint_bytes(shape, w);  // a plugin's row
+  auto print = [&](const std::string& name, const estimate::Memory& e) {
     std::vector<std::string> cells{
         estimate::format_bytes(e.parameters),  estimate::format_bytes(e.gradients),
         estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),

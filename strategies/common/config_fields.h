@@ -4,6 +4,7 @@
 // (option_section.h, OptionSpec::store and load). bind(spec, &DistConfig::fsdp,
 // &FsdpConfig::size) stores the key's checked text into that field and loads it back; a key
 // with its own rules (an enum, a key written only when set) replaces store or load after.
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -11,9 +12,13 @@
 
 #include "acc/config/config.h"
 #include "acc/config/option_section.h"
-#include "acc/util/strings.h"
 
 namespace acc::parallel {
+
+// OptionSpec::suggest for an answer that does not depend on the answers before it.
+inline std::function<std::string(const Config&)> offer(std::string answer) {
+  return [answer = std::move(answer)](const Config&) { return answer; };
+}
 
 template <class Section, class T>
 OptionSpec bind(OptionSpec spec, Section DistConfig::*section, T Section::*member) {
@@ -42,9 +47,7 @@ OptionSpec bind(OptionSpec spec, Section DistConfig::*section, T Section::*membe
     } else if constexpr (std::is_same_v<T, std::string>) {
       return field;
     } else {
-      std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
-      out += util::join(field);
-      return out += ']';
+      return list_text(field);
     }
   };
   return spec;

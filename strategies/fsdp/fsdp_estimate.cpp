@@ -59,7 +59,6 @@ estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const
   // gradients (FSDP's reduce window).
   if (w.world > 1 && per_block) e.activations += 4 * s.block_parameters;
   e.communication = estimate::communication_bytes(w);
-  if (w.save_async) e.checkpoint = estimate::async_checkpoint_bytes(s, w);
   return e;
 }
 

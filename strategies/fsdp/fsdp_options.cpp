@@ -1,6 +1,7 @@
 #include "fsdp_options.h"
 
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 #include "common/config_fields.h"
 
 namespace acc::fsdp {
@@ -8,6 +9,7 @@ namespace acc::fsdp {
 namespace {
 
 using parallel::bind;
+using parallel::offer;
 
 // A key of FsdpConfig.
 template <class T>
@@ -25,11 +27,6 @@ OptionSpec enum_key(OptionSpec spec, E FsdpConfig::*member, E (*parse)(const std
   };
   spec.load = [member](const Config& c) -> std::optional<std::string> { return to_string(c.dist.fsdp.*member); };
   return spec;
-}
-
-// The answer `accelerate config` offers.
-std::function<std::string(const Config&)> offer(std::string answer) {
-  return [answer = std::move(answer)](const Config&) { return answer; };
 }
 
 std::function<bool(const Config&)> when_policy(WrapPolicy policy) {
@@ -112,9 +109,7 @@ OptionSection option_section() {
   checkpointing.load = [](const Config& c) -> std::optional<std::string> {
     const FsdpConfig& f = c.dist.fsdp;
     if (f.activation_checkpointing_cls.empty()) return f.activation_checkpointing ? "true" : "false";
-    std::string out = "[";
-    out += util::join(f.activation_checkpointing_cls);
-    return out += ']';
+    return list_text(f.activation_checkpointing_cls);
   };
 
   OptionSpec reduce_dtype{.key = "fsdp_reduce_dtype",

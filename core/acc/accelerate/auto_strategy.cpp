@@ -33,6 +33,9 @@ std::vector<StrategyEstimate> strategy_estimates(const estimate::ModelShape& sha
     auto more = registry.make_strategy(name)->estimate_memory(shape, workload, config);
     rows.insert(rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
+  // The host copy an asynchronous save writes from does not depend on the strategy.
+  if (workload.save_async)
+    for (auto& row : rows) row.memory.checkpoint = estimate::async_checkpoint_bytes(shape, workload);
   std::stable_sort(rows.begin(), rows.end(), [](const StrategyEstimate& a, const StrategyEstimate& b) {
     return a.auto_order.value_or(INT32_MAX) < b.auto_order.value_or(INT32_MAX);
   });

@@ -16,7 +16,8 @@
 namespace acc {
 
 // Every registered strategy's rows (every plugin of the search folders loaded) for `config`'s
-// options: AUTO's candidates first, in its order, then the rows AUTO never chooses.
+// options: AUTO's candidates first, in its order, then the rows AUTO never chooses. With
+// workload.save_async each row also holds the save's host copy (checkpoint), the same for all.
 std::vector<StrategyEstimate> strategy_estimates(const estimate::ModelShape& shape,
                                                  const estimate::Workload& workload, const Config& config);
 

@@ -20,12 +20,6 @@ void check_at_least(const char* key, T value, T min) {
   ACC_CHECK(value >= min, key, ": must be >= ", min, " (got ", value, ")");
 }
 
-// The sections of every plugin in the search folders.
-std::vector<std::shared_ptr<const OptionSection>> all_sections() {
-  OptionSectionSource* source = option_section_source();
-  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
-}
-
 }  // namespace
 
 WrapPolicy FsdpConfig::effective_wrap_policy() const {
@@ -70,7 +64,7 @@ void Config::validate() const {
   check_at_least("num_machines", dist.num_machines, 1);
   ACC_CHECK(dist.machine_rank >= 0 && dist.machine_rank < dist.num_machines, "machine_rank: ", dist.machine_rank,
             " is not a machine of num_machines ", dist.num_machines, "; expected 0 to ", dist.num_machines - 1);
-  for (const auto& section : all_sections())
+  for (const auto& section : all_option_sections())
     if (section->in_config_fields() && section->check_config) section->check_config(*this);
   for (const auto& [name, values] : sections) values.validate();
 }
@@ -78,6 +72,11 @@ void Config::validate() const {
 std::shared_ptr<const OptionSection> find_option_section(const std::string& name) {
   OptionSectionSource* source = option_section_source();
   return source ? source->find_section(name) : nullptr;
+}
+
+std::vector<std::shared_ptr<const OptionSection>> all_option_sections() {
+  OptionSectionSource* source = option_section_source();
+  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
 }
 
 OptionValues Config::section(const std::string& name) const {
@@ -104,7 +103,7 @@ std::string Config::not_applicable_note() const {
 std::string Config::strategy_name() const {
   if (!dist.strategy.empty()) return dist.strategy;
   std::vector<std::string> looked;
-  for (const auto& section : all_sections()) {
+  for (const auto& section : all_option_sections()) {
     if (!section->strategy_of) continue;
     if (auto name = section->strategy_of(*this)) return *name;
     looked.push_back(section->name);

@@ -82,6 +82,9 @@ std::vector<std::string> spellings();
 
 // The plugin section called `name` (the plugin registry loads plugins to find it), or null.
 std::shared_ptr<const OptionSection> find_option_section(const std::string& name);
+// Every section of every plugin in the search folders (loading them first); none without a
+// plugin registry.
+std::vector<std::shared_ptr<const OptionSection>> all_option_sections();
 
 struct ComputeConfig {
   bool bf16 = false;  // mixed_precision: bf16 — parameters gathered and multiplied in bf16

@@ -95,14 +95,6 @@ Reader not_applicable_key(std::vector<std::string>& keys) {
   return [&keys](const YAML::Node&, const std::string& key) { keys.push_back(key); };
 }
 
-// The names of the plugin sections (every plugin of the search folders loaded).
-std::vector<std::string> plugin_section_names() {
-  std::vector<std::string> names;
-  if (OptionSectionSource* source = option_section_source())
-    for (const auto& section : source->sections()) names.push_back(section->name);
-  return names;
-}
-
 // A value as text a plugin section's spec can check: scalars as written, lists in flow style.
 std::string value_text(const YAML::Node& node) {
   if (node.IsScalar()) return node.Scalar();
@@ -158,8 +150,7 @@ void read_top_level(const YAML::Node& root, const Section& keys, Config& c) {
     if (it == keys.end()) {
       if (read_plugin_section(c, name, item.second)) continue;
       std::vector<std::string> known(std::views::keys(keys).begin(), std::views::keys(keys).end());
-      const auto sections = plugin_section_names();
-      known.insert(known.end(), sections.begin(), sections.end());
+      for (const auto& section : all_option_sections()) known.push_back(section->name);
       ACC_FAIL("unknown key '", name, "' (known top-level keys: ", util::join(known),
                "); a plugin's option section is known when its plugin is on ACC_PLUGIN_PATH");
     }
@@ -232,19 +223,13 @@ void put_field_section(YAML::Emitter& out, const OptionSection& section, const C
   out << YAML::EndMap;
 }
 
-// The sections of every plugin in the search folders.
-std::vector<std::shared_ptr<const OptionSection>> all_sections() {
-  OptionSectionSource* source = option_section_source();
-  return source ? source->sections() : std::vector<std::shared_ptr<const OptionSection>>{};
-}
-
 }  // namespace
 
 std::vector<std::string> Config::keys() {
   Config c;
   std::vector<std::string> out;
   for (const auto& [name, _] : top_keys(c)) out.push_back(name);
-  for (const auto& section : all_sections())
+  for (const auto& section : all_option_sections())
     for (const auto& spec : section->options) {
       out.push_back(section->name + "." + spec.key);
       for (const auto& alias : spec.aliases) out.push_back(section->name + "." + alias);
@@ -268,7 +253,7 @@ void Config::set(const std::string& key, const std::string& value) {
     if (const auto section = find_option_section(key.substr(0, dot)))
       return set_section_key(*this, *section, name, value);
   } else {  // the plugin section holding it
-    for (const auto& s : all_sections())
+    for (const auto& s : all_option_sections())
       if (s->find(name)) return set_section_key(*this, *s, name, value);
   }
   const auto known = keys();
@@ -295,7 +280,7 @@ std::string Config::to_yaml() const {
   put(out, "num_machines", dist.num_machines);
   if (dist.machine_rank != 0) put(out, "machine_rank", dist.machine_rank);
   if (!dist.strategy.empty()) put(out, "strategy", dist.strategy);
-  for (const auto& section : all_sections())
+  for (const auto& section : all_option_sections())
     if (section->in_config_fields()) put_field_section(out, *section, *this);
   for (const auto& [name, values] : sections) put_plugin_section(out, name, values);
   out << YAML::EndMap;

@@ -45,12 +45,6 @@ std::string shown(const YAML::Node& node, const std::string& text) {
   return text;
 }
 
-std::string list_text(const std::vector<std::string>& items) {
-  std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
-  out += util::join(items);
-  return out += ']';
-}
-
 YAML::Node parsed(const std::string& text) {
   try {
     return YAML::Load(text);

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "acc/util/strings.h"
+
 namespace acc {
 
 struct Config;
@@ -94,6 +96,13 @@ struct OptionSection {
 // For a key's store: the names of a name_list's canonical text, and a boolean's value.
 std::vector<std::string> names_of(const std::string& text);
 std::optional<bool> boolean_of(const std::string& text);
+// A list's canonical text, for a key's load: "[a, b]", "[2, 4]".
+template <class Items>
+std::string list_text(const Items& items) {
+  std::string out = "[";  // built by appending: GCC 12 warns falsely on "[" + std::string
+  out += util::join(items);
+  return out += ']';
+}
 
 // One section's values: the defaults until a key is set.
 class OptionValues {

@@ -23,6 +23,7 @@ struct Workload {
   int64_t seq = 0;          // tokens per sample
   bool bf16 = false;
   bool save_async = false;     // checkpoint::save_async: a host copy of the state while it writes
+                               // (strategy_estimates adds it to every row)
 };
 
 // Bytes per rank by the allocator's categories. parameters, gradients and optimizer_state are
