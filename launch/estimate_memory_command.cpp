@@ -26,8 +26,8 @@ programs run them: without a wrap policy, each transformer block is its own FSDP
 picks the first row in the order printed that fits (the least communication first).
 
   --config_file F             the options the strategies are estimated with (wrap policy,
-                              a plugin's section, ...); its num_processes and mixed_precision
-                              are the defaults of the two options below
+                              a plugin's section, ...); its num_processes, mixed_precision
+                              and fsdp_memory_limit are the defaults of the options below
   --num_processes N           ranks (default 1)
   --ranks_per_node R          ranks on one machine (default N); the hybrids shard within one
   --mixed_precision no|bf16   compute dtype (default no)
@@ -39,8 +39,8 @@ picks the first row in the order printed that fits (the least communication firs
                               tier (gathered, activations, communication) and the offload tier
   --save_async                checkpoint::save_async (--save_async of the training programs):
                               a column for the host copy of the state each rank writes from
-  --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the rank's share
-                              of this machine's memory)
+  --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the config's
+                              fsdp_memory_limit, else the rank's share of this machine's memory)
 )";
 
 struct Options {
@@ -160,9 +160,10 @@ int run_estimate_memory(const std::vector<std::string>& args) {
     }
     std::cout << row(name, cells);
   };
-  const auto rows = strategy_estimates(shape, w, estimated_config(o));
+  const Config config = estimated_config(o);
+  const auto rows = strategy_estimates(shape, w, config);
   for (const auto& e : rows) print(e.plan, e.memory);
-  const int64_t limit = o.memory_limit > 0 ? o.memory_limit : estimate::default_memory_limit(w.ranks_per_node);
+  const int64_t limit = o.memory_limit > 0 ? o.memory_limit : auto_memory_limit(config, w.ranks_per_node);
   const auto choice = choose_auto(rows, limit);
   std::cout << "\nAUTO (limit " << estimate::format_bytes(limit) << " per rank): "
             << (choice.fits ? "" : "nothing fits; the least memory is ") << choice.row.plan << "\n  "

@@ -64,6 +64,11 @@ AutoChoice choose_auto(const std::vector<StrategyEstimate>& rows, int64_t limit_
   return choice;
 }
 
+int64_t auto_memory_limit(const Config& config, int ranks_per_node) {
+  const int64_t limit = config.dist.fsdp.memory_limit;
+  return limit > 0 ? limit : estimate::default_memory_limit(ranks_per_node);
+}
+
 Config apply_auto_choice(Config config, const StrategyEstimate& row) {
   if (config.dist.strategy == kAuto) config.dist.strategy.clear();  // the row's settings name it
   for (const auto& [key, value] : row.settings) config.set(key, value);
@@ -78,9 +83,8 @@ Config resolve_auto_strategy(Config config, const models::Model& model, const da
                              .batch = loader.options().batch_size,
                              .seq = sequence_length(loader),
                              .bf16 = config.compute.bf16};
-  const int64_t limit = config.dist.fsdp.memory_limit > 0 ? config.dist.fsdp.memory_limit
-                                                            : estimate::default_memory_limit(t.local_size);
-  const AutoChoice choice = choose_auto(strategy_estimates(estimate::ModelShape::of(model), w, config), limit);
+  const AutoChoice choice = choose_auto(strategy_estimates(estimate::ModelShape::of(model), w, config),
+                                        auto_memory_limit(config, t.local_size));
   config = apply_auto_choice(std::move(config), choice.row);
   if (choice.fits)
     log::info("AUTO chose {}: {}", choice.row.plan, choice.reason);

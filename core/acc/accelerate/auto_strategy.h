@@ -31,6 +31,10 @@ struct AutoChoice {
 // candidate needing the least memory, with fits = false. An error when `rows` holds none.
 AutoChoice choose_auto(const std::vector<StrategyEstimate>& rows, int64_t limit_bytes);
 
+// What one rank may use, AUTO's budget: fsdp_memory_limit, else the rank's share of this
+// machine's physical memory.
+int64_t auto_memory_limit(const Config& config, int ranks_per_node);
+
 // `config` with AUTO replaced by `row`'s strategy: its settings applied.
 Config apply_auto_choice(Config config, const StrategyEstimate& row);
 
