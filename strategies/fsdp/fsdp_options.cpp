@@ -57,6 +57,15 @@ std::optional<std::string> strategy_of(const Config& c) {
   return std::nullopt;
 }
 
+// A model that declares its blocks (models::Structure::block_types) is wrapped by them unless the
+// config chose a policy: what a training program of acc's models runs.
+void wrap_declared_blocks(Config& c) {
+  FsdpConfig& fsdp = c.dist.fsdp;
+  if (fsdp.effective_wrap_policy() != WrapPolicy::NO_WRAP || fsdp.auto_wrap_policy_set) return;
+  fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
+  fsdp.auto_wrap_policy_set = true;
+}
+
 }  // namespace
 
 OptionSection option_section() {
@@ -218,6 +227,11 @@ OptionSection option_section() {
           },
       .check_config = check,
       .strategy_of = strategy_of,
+      .full_checkpoints = full_checkpoints,
+      .deferred_init = deferred_init,
+      .memory_limit = [](const Config& c) { return c.dist.fsdp.memory_limit; },
+      .summary = [](const Config& c) { return to_string(c.dist.fsdp.effective_wrap_policy()); },
+      .program_defaults = wrap_declared_blocks,
   };
 }
 

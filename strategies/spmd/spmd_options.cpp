@@ -4,6 +4,7 @@
 
 #include "acc/util/error.h"
 #include "common/config_fields.h"
+#include "fsdp/fsdp_options.h"
 
 namespace acc::spmd {
 
@@ -69,6 +70,8 @@ OptionSection option_section() {
         if (c.dist.distributed_type == DistributedType::SPMD) return "SPMD";
         return std::nullopt;
       },
+      .full_checkpoints = fsdp::full_checkpoints,
+      .deferred_init = fsdp::deferred_init,
   };
 }
 

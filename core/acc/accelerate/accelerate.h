@@ -25,13 +25,14 @@ struct Accelerated {
 Accelerated accelerate(std::shared_ptr<models::Model> model, const data::DataLoader& loader,
                        const Config& config);
 
-// Builds a model for accelerate(). With fsdp_cpu_ram_efficient_loading its parameters get no
-// memory here (nn::DeferredInit): the strategy makes each rank's shards directly, with the
-// values a full initialisation would give, so no rank ever holds the whole model.
+// Builds a model for accelerate(). When the strategy asks for it (FSDP and SPMD:
+// fsdp_cpu_ram_efficient_loading) its parameters get no memory here (nn::DeferredInit): the
+// strategy makes each rank's shards directly, with the values a full initialisation would give,
+// so no rank ever holds the whole model.
 //   auto model = acc::make_model<acc::models::GPT2>(config, acc::models::GPT2Config::small(), 0);
 template <class M, class... Args>
 std::shared_ptr<M> make_model(const Config& config, Args&&... args) {
-  nn::DeferredInit deferred(config.dist.fsdp.cpu_ram_efficient_loading);
+  nn::DeferredInit deferred(strategy_answer(config, &OptionSection::deferred_init, false));
   return std::make_shared<M>(std::forward<Args>(args)...);
 }
 

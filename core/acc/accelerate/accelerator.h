@@ -57,7 +57,7 @@ class Accelerator {
   // prepared model (either may be null).
   void register_for_checkpointing(optim::Optimizer* optimizer, optim::LRScheduler* scheduler = nullptr);
   // Saves model, registered optimizer and scheduler, the config and `position` to `dir`
-  // (format from config().dist.fsdp.state_dict_type). A collective.
+  // (whole tensors when the strategy's section asks for them: fsdp_state_dict_type). A collective.
   void save_state(const std::filesystem::path& dir, const checkpoint::Position& position);
   // Restores them from `dir`; returns the saved position. A collective.
   checkpoint::Position load_state(const std::filesystem::path& dir);

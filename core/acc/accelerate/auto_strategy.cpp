@@ -65,7 +65,7 @@ AutoChoice choose_auto(const std::vector<StrategyEstimate>& rows, int64_t limit_
 }
 
 int64_t auto_memory_limit(const Config& config, int ranks_per_node) {
-  const int64_t limit = config.dist.fsdp.memory_limit;
+  const int64_t limit = strategy_answer(config, &OptionSection::memory_limit, int64_t{0});
   return limit > 0 ? limit : estimate::default_memory_limit(ranks_per_node);
 }
 

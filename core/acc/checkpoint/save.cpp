@@ -275,7 +275,7 @@ SaveJob::SaveJob(const std::filesystem::path& dir, const TrainingState& state, b
   activity::Phase phase("checkpoint save");
   ACC_CHECK(state.model != nullptr, "save_state: TrainingState.model is required");
   autograd::NoGradGuard no_grad;
-  full_ = state.config && state.config->dist.fsdp.state_dict_type == StateDictType::FULL_STATE_DICT;
+  full_ = state.config && strategy_answer(*state.config, &OptionSection::full_checkpoints, false);
   what_ = "save_state " + dir.string() + ": ";
   // What a failed save leaves, said only when true: dir is replaced only by a finished save.
   kept_ = std::filesystem::exists(dir / kManifestFile)

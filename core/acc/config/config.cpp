@@ -2,6 +2,7 @@
 // follow from it. The YAML layout itself is in config_yaml.cpp.
 #include "acc/config/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -98,6 +99,15 @@ OptionValues& Config::section(const std::string& name) {
 
 std::string Config::not_applicable_note() const {
   return "keys of Hugging Face accelerate that do not apply to acc, accepted: " + util::join(not_applicable_keys);
+}
+
+std::shared_ptr<const OptionSection> Config::strategy_section() const {
+  const auto sections = all_option_sections();
+  for (const auto& section : sections)
+    if (std::ranges::find(section->strategies, dist.strategy) != section->strategies.end()) return section;
+  for (const auto& section : sections)
+    if (section->strategy_of && section->strategy_of(*this)) return section;
+  return nullptr;
 }
 
 std::string Config::strategy_name() const {

@@ -85,6 +85,11 @@ std::shared_ptr<const OptionSection> find_option_section(const std::string& name
 // Every section of every plugin in the search folders (loading them first); none without a
 // plugin registry.
 std::vector<std::shared_ptr<const OptionSection>> all_option_sections();
+// The answer of the section of the strategy `config` runs (Config::strategy_section) to one
+// of OptionSection's questions, or `otherwise` when there is no such section or it does not
+// answer: strategy_answer(config, &OptionSection::deferred_init, false).
+template <class R>
+R strategy_answer(const Config& config, std::function<R(const Config&)> OptionSection::*question, R otherwise);
 
 struct ComputeConfig {
   bool bf16 = false;  // mixed_precision: bf16 — parameters gathered and multiplied in bf16
@@ -101,7 +106,7 @@ struct FsdpConfig {
   WrapPolicy auto_wrap_policy = WrapPolicy::NO_WRAP;
   bool auto_wrap_policy_set = false;          // true when a file or the user chose the policy
   // fsdp_transformer_layer_cls_to_wrap; empty under TRANSFORMER_BASED_WRAP: the model's own
-  // blocks (nn::Module::block_types).
+  // blocks (models::Structure::block_types).
   std::vector<std::string> wrap_layer_cls;
   int64_t min_num_params = 0;                // fsdp_min_num_params
   WrapCallable wrap_fn;                      // C++ only; when set it decides instead of the policy
@@ -211,10 +216,21 @@ struct Config {
   // plain run is NO_SHARD on its ranks) and FSDP -> the sharding strategy's name
   // ("FULL_SHARD", ...), the SPMD plugin's SPMD -> "SPMD".
   std::string strategy_name() const;
+  // The section of the strategy the config runs: the one listing dist.strategy among its
+  // `strategies`, else the one whose strategy_of names a strategy for this config; null when
+  // none does (no plugin found). What core asks instead of reading a strategy's keys.
+  std::shared_ptr<const OptionSection> strategy_section() const;
   // "keys of Hugging Face accelerate that do not apply to acc, accepted: debug, gpu_ids".
   std::string not_applicable_note() const;
 
   bool operator==(const Config&) const = default;
 };
+
+template <class R>
+R strategy_answer(const Config& config, std::function<R(const Config&)> OptionSection::*question, R otherwise) {
+  const auto section = config.strategy_section();
+  if (!section || !((*section).*question)) return otherwise;
+  return ((*section).*question)(config);
+}
 
 }  // namespace acc

@@ -87,6 +87,22 @@ struct OptionSection {
   // distributed_type (FSDP: the sharding strategy's name); empty when not this section's.
   std::function<std::optional<std::string>(const Config&)> strategy_of{};
 
+  // What core asks the section of the strategy a config runs (Config::strategy_section), so
+  // that it never reads a strategy's keys itself. Each is optional; unset, core takes the
+  // answer in brackets.
+  // Checkpoints hold whole tensors (Hugging Face's FULL_STATE_DICT), not each rank's pieces [no].
+  std::function<bool(const Config&)> full_checkpoints{};
+  // Models are built without parameter memory (nn::DeferredInit): the strategy makes each
+  // rank's pieces itself [no].
+  std::function<bool(const Config&)> deferred_init{};
+  // Bytes one rank may use, the budget AUTO fits in; 0: the rank's share of the machine [0].
+  std::function<int64_t(const Config&)> memory_limit{};
+  // A few words on how the strategy lays the model out, for a run's first line [none].
+  std::function<std::string(const Config&)> summary{};
+  // What a training program whose model declares its blocks changes in the config it loaded
+  // (FSDP: wrap those blocks when no wrap policy was chosen) [nothing].
+  std::function<void(Config&)> program_defaults{};
+
   const OptionSpec* find(const std::string& key) const;  // by key or alias; null when none
   bool in_config_fields() const;  // every key has store and load
   // "unknown key 'NAME.key' (known NAME keys: ...)".

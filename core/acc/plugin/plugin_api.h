@@ -10,7 +10,7 @@ namespace acc::plugin {
 class Registry;
 }
 
-#define ACC_PLUGIN_API_VERSION 5
+#define ACC_PLUGIN_API_VERSION 6
 #define ACC_PLUGIN_ENTRY_SYMBOL "acc_plugin_entry"
 
 extern "C" {

@@ -131,14 +131,15 @@ std::vector<std::string> Registry::search_folders() const {
     for (std::string item; std::getline(ss, item, ':');)
       if (!item.empty()) folders.push_back(item);
   }
-  folders.push_back(ACC_BUILD_PLUGIN_DIR);
-  // Next to the libacc actually loaded (<libdir>/acc/plugins): right even when the install
-  // prefix differs from the one configured (cmake --install --prefix).
+  // Next to the libacc actually loaded (<libdir>/acc/plugins), before the build tree's: the
+  // plugins built with this very libacc, even when the install prefix differs from the one
+  // configured (cmake --install --prefix) and a newer build tree exists.
   Dl_info info{};
   if (::dladdr(reinterpret_cast<const void*>(&Registry::global), &info) && info.dli_fname) {
     const auto beside = fs::path(info.dli_fname).parent_path() / "acc" / "plugins";
     folders.push_back(beside.string());
   }
+  folders.push_back(ACC_BUILD_PLUGIN_DIR);
   folders.push_back(ACC_INSTALL_PLUGIN_DIR);
   std::vector<std::string> unique;  // first occurrence of each, in order
   for (auto& f : folders)

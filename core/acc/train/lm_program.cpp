@@ -203,7 +203,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   const Config config = load_config(o);
   std::shared_ptr<models::CausalLM> model;
   {  // fsdp_cpu_ram_efficient_loading: each rank makes only its shards (not when loading a file)
-    nn::DeferredInit deferred(config.dist.fsdp.cpu_ram_efficient_loading && o.init_from.empty());
+    nn::DeferredInit deferred(strategy_answer(config, &OptionSection::deferred_init, false) && o.init_from.empty());
     model = make_model(o.config, o.seed);
   }
   ACC_CHECK(o.seq <= model->max_seq_len(), "--seq ", o.seq, " exceeds the model's ",
@@ -223,10 +223,11 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   const double unigram_val =
       unigram_cross_entropy(tokens, data::read_token_file(val_path), model->vocab_size());
   const DType compute = config.compute.bf16 ? DType::bf16 : DType::f32;
+  const std::string layout = strategy_answer(config, &OptionSection::summary, std::string());
   say(program + ": " + o.config + ", " +
       std::to_string(model->num_parameters()) + " parameters, " + std::string(dtype_name(compute)) +
       " compute, " + config.strategy_name() + " on " + std::to_string(world().size()) +
-      " ranks, " + to_string(config.dist.fsdp.effective_wrap_policy()) + "; data " + std::to_string(train_set.num_tokens()) + " train / " +
+      " ranks" + (layout.empty() ? "" : ", " + layout) + "; data " + std::to_string(train_set.num_tokens()) + " train / " +
       std::to_string(val_set.num_tokens()) + " val tokens");
   say(format("the losses to beat: unigram entropy of train.bin %.4f nats; that unigram model on "
              "val.bin (add-one smoothing) %.4f nats", unigram, unigram_val));
@@ -348,13 +349,9 @@ std::string describe_val_loss(double val, double unigram) {
          (val <= unigram ? "below)" : "above)");
 }
 
-// TRANSFORMER_BASED_WRAP naming no class wraps the blocks the model declares.
 Config with_program_defaults(Config config) {
-  FsdpConfig& fsdp = config.dist.fsdp;
-  if (fsdp.effective_wrap_policy() == WrapPolicy::NO_WRAP && !fsdp.auto_wrap_policy_set) {
-    fsdp.auto_wrap_policy = WrapPolicy::TRANSFORMER_BASED_WRAP;
-    fsdp.auto_wrap_policy_set = true;
-  }
+  if (const auto section = config.strategy_section(); section && section->program_defaults)
+    section->program_defaults(config);
   return config;
 }
 

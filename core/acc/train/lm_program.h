@@ -21,11 +21,12 @@ using CausalLMFactory =
 // Parses the options, trains, and returns the exit code. Any error (missing data, bad option,
 // bad file) is one "program: error: ..." message on stderr and exit code 1, before anything is
 // written.
-// With no wrap policy in the config, the model's blocks (Module::block_types) are wrapped.
+// With no wrap policy in the config, the model's blocks (Structure::block_types) are wrapped.
 int lm_main(int argc, char** argv, const std::string& program, const CausalLMFactory& make_model);
 
-// `config` as the training programs run it: with no wrap policy chosen at all, the model's
-// blocks are wrapped; a policy the config chose, and the classes it names, are kept.
+// `config` as the training programs run it: with what the strategy's section changes for a
+// model that declares its blocks (OptionSection::program_defaults; FSDP: with no wrap policy
+// chosen at all, the blocks are wrapped; a policy the config chose is kept).
 Config with_program_defaults(Config config);
 
 // Entropy of the token frequency distribution, in nats: the loss of the best model that ignores

@@ -1,6 +1,7 @@
 // The sections the FSDP and SPMD plugins declare for config.dist.fsdp and config.dist.spmd: what
 // each key says is its default is what a default-constructed acc::Config holds, and every key
-// they declare reaches a field (a value set through the section reads back the same).
+// they declare reaches a field (a value set through the section reads back the same); and the
+// answers core asks of the running strategy's section.
 #include <gtest/gtest.h>
 
 #include "acc/config/config.h"
@@ -58,6 +59,40 @@ TEST(BuiltInSections, EveryKeyReachesItsField) {
       const std::string key = section->name + "." + spec.key;
       EXPECT_EQ(spec.checked(*held, key), spec.checked(it->second, key)) << key;
     }
+}
+
+// What core asks instead of reading a strategy's keys: the section of the strategy the config
+// runs answers, from its own keys.
+TEST(BuiltInSections, TheRunningStrategysSectionAnswersCore) {
+  Config plain;
+  ASSERT_TRUE(plain.strategy_section());
+  EXPECT_EQ(plain.strategy_section()->name, "fsdp_config");  // a plain run is NO_SHARD
+  EXPECT_FALSE(strategy_answer(plain, &OptionSection::full_checkpoints, true));
+  EXPECT_FALSE(strategy_answer(plain, &OptionSection::deferred_init, true));
+  EXPECT_EQ(strategy_answer(plain, &OptionSection::memory_limit, int64_t{-1}), 0);
+  EXPECT_EQ(strategy_answer(plain, &OptionSection::summary, std::string()), "NO_WRAP");
+
+  Config fsdp = Config::from_yaml(
+      "distributed_type: FSDP\nfsdp_config:\n  fsdp_state_dict_type: FULL_STATE_DICT\n"
+      "  fsdp_cpu_ram_efficient_loading: true\n  fsdp_memory_limit: 1GiB\n");
+  EXPECT_EQ(fsdp.strategy_section()->name, "fsdp_config");
+  EXPECT_TRUE(strategy_answer(fsdp, &OptionSection::full_checkpoints, false));
+  EXPECT_TRUE(strategy_answer(fsdp, &OptionSection::deferred_init, false));
+  EXPECT_EQ(strategy_answer(fsdp, &OptionSection::memory_limit, int64_t{0}), int64_t{1} << 30);
+  // A training program wraps the declared blocks when no policy was chosen, and keeps a choice.
+  fsdp.strategy_section()->program_defaults(fsdp);
+  EXPECT_EQ(strategy_answer(fsdp, &OptionSection::summary, std::string()), "TRANSFORMER_BASED_WRAP");
+  Config sized = Config::from_yaml("fsdp_config:\n  fsdp_auto_wrap_policy: NO_WRAP\n");
+  sized.strategy_section()->program_defaults(sized);
+  EXPECT_EQ(sized.dist.fsdp.effective_wrap_policy(), WrapPolicy::NO_WRAP);
+
+  // SPMD (FSDPv2) shares fsdp_config's checkpoint and loading answers and has no budget of its own.
+  Config spmd = Config::from_yaml(
+      "distributed_type: SPMD\nspmd_config:\n  mesh_shape: [1]\n  axis_names: [fsdp]\n"
+      "fsdp_config:\n  fsdp_state_dict_type: FULL_STATE_DICT\n  fsdp_memory_limit: 1GiB\n");
+  EXPECT_EQ(spmd.strategy_section()->name, "spmd_config");
+  EXPECT_TRUE(strategy_answer(spmd, &OptionSection::full_checkpoints, false));
+  EXPECT_EQ(strategy_answer(spmd, &OptionSection::memory_limit, int64_t{0}), 0);
 }
 
 }  // namespace
