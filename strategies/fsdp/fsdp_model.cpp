@@ -62,9 +62,9 @@ FsdpModel::~FsdpModel() {
 }
 
 std::vector<std::string> FsdpModel::plan_vocab_units(std::vector<UnitPlan>& plans, models::CausalLM& lm) {
-  nn::Module* embedding = lm.token_embedding();
-  if (!embedding) return {};
-  const Tensor table = embedding->param("weight"), head = lm.head_weight();
+  const std::string embedding = lm.structure().token_embedding;
+  if (embedding.empty()) return {};
+  const Tensor table = lm.submodule(embedding).param("weight"), head = lm.head_weight();
   std::vector<std::string> names;  // one when the head is tied to the embedding
   for (const auto& [name, p] : lm.named_parameters())
     if (p.is_same(table) || p.is_same(head)) names.push_back(name);
@@ -99,8 +99,9 @@ void FsdpModel::install_vocab_ops(models::CausalLM& lm, const std::vector<std::s
     ACC_FAIL(type_name(), ": no vocabulary unit holds ", weight.describe());
   };
   for (const auto& name : names) vocab_units_.push_back(unit_of(module().parameter(name)));
-  const size_t embedding = unit_of(lm.token_embedding()->param("weight")), head = unit_of(lm.head_weight());
-  hooks_.push_back(lm.token_embedding()->add_call_wrapper(
+  nn::Module& lookup = lm.submodule(lm.structure().token_embedding);
+  const size_t embedding = unit_of(lookup.param("weight")), head = unit_of(lm.head_weight());
+  hooks_.push_back(lookup.add_call_wrapper(
       [this, embedding](nn::Module&, const Tensor& ids, const nn::Module::Inner& inner) {
         return units_[embedding]->gathered() ? inner(ids) : parallel::vocab_parallel_embedding(vocab_shard(embedding), ids);
       }));

@@ -33,7 +33,7 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
 std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> model) {
   ACC_CHECK(model, name(), ": the model to wrap is null");
   prepare_model(*model, config(), *world());
-  auto plans = plan_units(*model, config().dist.fsdp, model->shared_parameters());
+  auto plans = plan_units(*model, config().dist.fsdp, model->structure());
   EngineOptions options = engine_options(
       config(), *model,
       {.strategy = name(),

@@ -47,17 +47,18 @@ bool is_wrap_policy_name(const std::string& name) {
 }
 
 // The named classes, or the model's own blocks when none is named.
-std::vector<std::string> classes_to_wrap(const nn::Module& root, const std::vector<std::string>& named) {
+std::vector<std::string> classes_to_wrap(const nn::Module& root, const std::vector<std::string>& blocks,
+                                         const std::vector<std::string>& named) {
   if (!named.empty()) return named;
-  auto blocks = root.block_types();
   ACC_CHECK(!blocks.empty(), "fsdp_transformer_layer_cls_to_wrap: TRANSFORMER_BASED_WRAP names no class "
-            "and ", root.type_name(), " declares no blocks of its own (Module::block_types); name the "
+            "and ", root.type_name(), " declares no blocks of its own (Structure::block_types); name the "
             "module classes to wrap");
   return blocks;
 }
 
-std::vector<std::string> by_class(nn::Module& root, const std::vector<std::string>& named) {
-  const auto classes = classes_to_wrap(root, named);
+std::vector<std::string> by_class(nn::Module& root, const std::vector<std::string>& blocks,
+                                  const std::vector<std::string>& named) {
+  const auto classes = classes_to_wrap(root, blocks, named);
   std::vector<std::string> units;
   std::set<std::string> present, matched;
   for (auto& [name, module] : root.named_modules()) {
@@ -100,15 +101,15 @@ bool under_any(const std::vector<std::string>& modules, const std::string& name)
 
 }  // namespace
 
-std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config,
-                                 const std::vector<std::string>& shared) {
+std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config, const models::Structure& structure) {
+  const auto& shared = structure.shared_parameters;
   check_ignored(root, config.ignored_modules);
   std::vector<std::string> names;
   if (config.wrap_fn) {
     names = by_callable(root, config.wrap_fn);
   } else {
     switch (config.effective_wrap_policy()) {
-      case WrapPolicy::TRANSFORMER_BASED_WRAP: names = by_class(root, config.wrap_layer_cls); break;
+      case WrapPolicy::TRANSFORMER_BASED_WRAP: names = by_class(root, structure.block_types, config.wrap_layer_cls); break;
       case WrapPolicy::SIZE_BASED_WRAP: names = size_based(root, config.min_num_params); break;
       case WrapPolicy::NO_WRAP: break;
     }

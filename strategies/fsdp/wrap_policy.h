@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "acc/config/config.h"
+#include "acc/models/structure.h"
 #include "acc/nn/module.h"
 
 namespace acc::fsdp {
@@ -28,9 +29,8 @@ struct UnitPlan {
 
 // The replicated unit first (if any modules are ignored), then units in module registration
 // order, the root last. A class name or ignored module that matches no module is an error
-// listing what the model has. `shared` parameters (Model::shared_parameters) stay in the root,
-// which is gathered for the whole step.
-std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config,
-                                 const std::vector<std::string>& shared);
+// listing what the model has. TRANSFORMER_BASED_WRAP naming no class wraps the structure's
+// blocks; its shared parameters stay in the root, which is gathered for the whole step.
+std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config, const models::Structure& structure);
 
 }  // namespace acc::fsdp

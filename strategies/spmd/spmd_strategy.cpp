@@ -106,7 +106,7 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   tensor_parallel->slice_parameters(*model);
 
   const auto& fsdp_group = mesh_->group(kFsdpAxis);
-  auto plans = fsdp::plan_units(*model, config().dist.fsdp, model->shared_parameters());
+  auto plans = fsdp::plan_units(*model, config().dist.fsdp, model->structure());
   auto whole = keep_whole_over_fsdp(plans, sharding, *model);
   auto options = fsdp::engine_options(
       config(), *model,

@@ -63,6 +63,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
   for (auto& [path, m] : model.named_modules()) modules[path] = m;
   auto* lm = dynamic_cast<models::CausalLM*>(&model);
   const Tensor head = lm ? lm->head_weight() : Tensor();
+  const models::Structure structure = model.structure();
   std::map<const nn::Module*, bool> column;  // the Linears whose weight is split, and how
   for (const auto& [name, spec] : sharding.parameters) {
     const int dim = model_dim(name, spec);
@@ -92,7 +93,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     }
     // Packed tensors (attention's q, k, v) must split evenly, so every rank holds whole heads
     // of each; a plain dim splits as evenly as it can (split_sizes).
-    const int sections = dim == 0 ? model.packed_sections(name) : 1;
+    const int sections = dim == 0 ? structure.packed_sections(name) : 1;
     ACC_CHECK(sections == 1 || p.size(dim) % (static_cast<int64_t>(sections) * n) == 0, "SPMD: ",
               name, " ", spec.to_string(), ": dim ", dim, " of ", p.describe(), " packs ", sections,
               " tensors, which do not each split evenly over the ", n, " ranks of `model`");
@@ -130,7 +131,7 @@ void TensorParallel::check_split_together(const models::Model& model) const {
     for (const auto& name : v) out += (out.empty() ? "" : ", ") + name;
     return out;
   };
-  for (const auto& group : model.split_together()) {
+  for (const auto& group : model.structure().split_together) {
     std::vector<std::string> split, whole;
     for (const auto& member : group.members) {
       const ModelAxisSplit* s = split_of(member.parameter);

@@ -90,7 +90,7 @@ class TensorParallel {
     int64_t extent;  // of the split dim in the whole table: its rows (the vocabulary) or its width
     bool width;      // split on dim 1, else on its rows
   };
-  // The model's split_together(): each group split over `model` entirely or not at all, on the
+  // The model's Structure::split_together: each group split over `model` entirely or not at all, on the
   // dims it names, in whole heads.
   void check_split_together(const models::Model& model) const;
   // The first of this rank's rows when `extent` rows are split over the group.

@@ -41,9 +41,9 @@ TEST(GPT2, SmallHasHuggingFaceNamesShapesAndCount) {
   EXPECT_EQ(blocks, 12);
 }
 
-TEST(GPT2, SplitTogetherNamesAttentionAndMlpProjections) {
+TEST(GPT2, StructureNamesBlocksHeadEmbeddingAndSplits) {
   GPT2 model(micro());
-  test::expect_split_together(model, micro().n_layer, 8);  // 24 wide, 3 heads
+  test::expect_structure(model, micro().n_layer, 8);  // 24 wide, 3 heads
 }
 
 TEST(GPT2, ForwardShapesAndInitialLossNearUniform) {

@@ -42,10 +42,10 @@ TEST(Llama, HuggingFaceNamesAndShapes) {
   EXPECT_EQ(layers, 2);
 }
 
-TEST(Llama, SplitTogetherNamesAttentionAndMlpProjections) {
+TEST(Llama, StructureNamesBlocksHeadEmbeddingAndSplits) {
   Llama model(micro());
-  test::expect_split_together(model, 2, 4);
-  EXPECT_EQ(model.split_together()[0].members.size(), 4u);  // q, k, v, o
+  test::expect_structure(model, 2, 4);
+  EXPECT_EQ(model.structure().split_together[0].members.size(), 4u);  // q, k, v, o
 }
 
 TEST(Llama, ForwardShapesInitAndTraining) {

@@ -24,10 +24,25 @@ inline data::Batch token_batch(int64_t B, int64_t T, int32_t vocab, uint64_t see
   return batch;
 }
 
-// split_together(): an attention and an MLP group per layer, naming parameters of the model by
-// their dims, heads of `head_dim` rows (per packed tensor) along them.
-inline void expect_split_together(const models::Model& model, int64_t layers, int64_t head_dim) {
-  const auto groups = model.split_together();
+// structure(): `layers` blocks of the declared type; shared parameters, packed tensors and the
+// token embedding ([V, C]) that the model has; an attention and an MLP group per layer to split
+// together, naming parameters of the model by their dims, heads of `head_dim` rows (per packed
+// tensor) along them.
+inline void expect_structure(models::CausalLM& model, int64_t layers, int64_t head_dim) {
+  const models::Structure s = model.structure();
+  ASSERT_EQ(s.block_types.size(), 1u);
+  int64_t blocks = 0;
+  for (const auto& [name, m] : model.named_modules()) blocks += m->type_name() == s.block_types[0];
+  EXPECT_EQ(blocks, layers);
+  ASSERT_EQ(s.shared_parameters.size(), 1u);
+  EXPECT_TRUE(model.parameter(s.shared_parameters[0]).is_same(model.head_weight()));
+  const Tensor table = model.submodule(s.token_embedding).param("weight");
+  EXPECT_EQ(table.shape(), (Shape{model.vocab_size(), model.head_weight().size(1)}));
+  for (const auto& [name, count] : s.packed) {
+    EXPECT_GT(count, 1) << name;
+    EXPECT_EQ(model.parameter(name).size(0) % count, 0) << name;
+  }
+  const auto& groups = s.split_together;
   ASSERT_EQ(groups.size(), static_cast<size_t>(2 * layers));
   for (const auto& group : groups)
     for (const auto& m : group.members) {
@@ -36,7 +51,7 @@ inline void expect_split_together(const models::Model& model, int64_t layers, in
       ASSERT_LT(m.dim, p.dim());
       EXPECT_EQ(m.parameter.rfind(group.module + ".", 0), 0u);
       if (m.heads > 0) {
-        EXPECT_EQ(p.size(m.dim), m.heads * head_dim * (m.dim == 0 ? model.packed_sections(m.parameter) : 1));
+        EXPECT_EQ(p.size(m.dim), m.heads * head_dim * (m.dim == 0 ? s.packed_sections(m.parameter) : 1));
       }
     }
 }

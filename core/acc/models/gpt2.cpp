@@ -127,19 +127,19 @@ std::string GPT2::name_from_file(const std::string& file_name) const {
   return "transformer." + file_name;
 }
 
-std::vector<Model::SplitTogether> GPT2::split_together() const {
-  std::vector<SplitTogether> groups;
+Structure GPT2::structure() const {
+  Structure s{.block_types = {GPT2Block::kTypeName},
+              .shared_parameters = {"transformer.wte.weight"},
+              .token_embedding = "transformer.wte"};
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     const std::string block = "transformer.h." + std::to_string(i);
     const std::string attn = block + ".attn", mlp = block + ".mlp";
-    groups.push_back({attn, {{attn + ".c_attn.weight", 0, config_.n_head}, {attn + ".c_proj.weight", 1, config_.n_head}}});
-    groups.push_back({mlp, {{mlp + ".c_fc.weight", 0, 0}, {mlp + ".c_proj.weight", 1, 0}}});
+    s.packed[attn + ".c_attn.weight"] = s.packed[attn + ".c_attn.bias"] = 3;
+    s.split_together.push_back(
+        {attn, {{attn + ".c_attn.weight", 0, config_.n_head}, {attn + ".c_proj.weight", 1, config_.n_head}}});
+    s.split_together.push_back({mlp, {{mlp + ".c_fc.weight", 0, 0}, {mlp + ".c_proj.weight", 1, 0}}});
   }
-  return groups;
-}
-
-int GPT2::packed_sections(const std::string& name) const {
-  return ends_with(name, ".attn.c_attn.weight") || ends_with(name, ".attn.c_attn.bias") ? 3 : 1;
+  return s;
 }
 
 bool GPT2::stored_transposed(const std::string& name) const {

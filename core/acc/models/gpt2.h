@@ -72,7 +72,6 @@ class GPT2 : public CausalLM {
   explicit GPT2(const GPT2Config& config, uint64_t seed = 0);
   Tensor hidden_states(const Tensor& input_ids) override;
   Tensor head_weight() override { return wte_->param("weight"); }  // tied
-  nn::Module* token_embedding() override { return wte_.get(); }
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.n_positions; }
   double train_flops_per_token(int64_t seq_len) const override;
@@ -81,12 +80,9 @@ class GPT2 : public CausalLM {
   std::string name_from_file(const std::string& file_name) const override;
   bool stored_transposed(const std::string& name) const override;
   bool ignored_in_file(const std::string& name) const override;
-  // c_attn packs q, k and v along its output features.
-  int packed_sections(const std::string& name) const override;
-  // The head is wte itself, read at the end of the forward.
-  std::vector<std::string> shared_parameters() const override { return {"transformer.wte.weight"}; }
-  std::vector<std::string> block_types() const override { return {GPT2Block::kTypeName}; }
-  std::vector<SplitTogether> split_together() const override;
+  // Blocks GPT2Block; the head is wte itself, read at the end of the forward; c_attn packs q,
+  // k and v along its output features.
+  Structure structure() const override;
 
  private:
   GPT2Config config_;

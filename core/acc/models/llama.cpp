@@ -115,9 +115,12 @@ double Llama::train_flops_per_token(int64_t seq_len) const {
                                               config_.hidden_size);
 }
 
-std::vector<Model::SplitTogether> Llama::split_together() const {
+Structure Llama::structure() const {
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
-  std::vector<SplitTogether> groups;
+  Structure s{.block_types = {LlamaDecoderLayer::kTypeName},
+              .shared_parameters = {"lm_head.weight"},
+              .token_embedding = "model.embed_tokens"};
+  auto& groups = s.split_together;
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i);
     const std::string attn = layer + ".self_attn", mlp = layer + ".mlp";
@@ -126,7 +129,7 @@ std::vector<Model::SplitTogether> Llama::split_together() const {
     groups.push_back({mlp, {{mlp + ".gate_proj.weight", 0, 0}, {mlp + ".up_proj.weight", 0, 0},
                             {mlp + ".down_proj.weight", 1, 0}}});
   }
-  return groups;
+  return s;
 }
 
 bool Llama::ignored_in_file(const std::string& name) const {

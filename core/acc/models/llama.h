@@ -76,11 +76,8 @@ class Llama : public CausalLM {
   explicit Llama(const LlamaConfig& config, uint64_t seed = 0);
   Tensor hidden_states(const Tensor& input_ids) override;
   Tensor head_weight() override { return lm_head_->param("weight"); }
-  nn::Module* token_embedding() override { return embed_tokens_.get(); }
-  // lm_head's weight is read by the loss, not through lm_head's call.
-  std::vector<std::string> shared_parameters() const override { return {"lm_head.weight"}; }
-  std::vector<std::string> block_types() const override { return {LlamaDecoderLayer::kTypeName}; }
-  std::vector<SplitTogether> split_together() const override;
+  // Blocks LlamaDecoderLayer; lm_head's weight is read by the loss, not through lm_head's call.
+  Structure structure() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.max_position_embeddings; }
   double train_flops_per_token(int64_t seq_len) const override;

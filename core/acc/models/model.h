@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "acc/data/dataset.h"
+#include "acc/models/structure.h"
 #include "acc/nn/module.h"
 
 namespace acc::models {
@@ -40,31 +41,12 @@ class Model : public nn::Module {
   virtual bool stored_transposed(const std::string& /*name*/) const { return false; }
   // File entries that are not parameters (buffers, a tied head) and are skipped on load.
   virtual bool ignored_in_file(const std::string& /*name*/) const { return false; }
-  // How many tensors a parameter packs side by side along its first dimension (GPT-2's c_attn:
-  // q, k and v): a strategy that splits that dimension over ranks splits each of them.
-  virtual int packed_sections(const std::string& /*name*/) const { return 1; }
 
-  // Parameters a strategy that splits them over ranks (tensor parallelism) must split together
-  // for the model to compute what it computes whole: an attention's q, k and v by rows with its
-  // output projection by columns, in whole heads; an MLP's first projections by rows with its
-  // second by columns. None by default.
-  struct SplitTogether {
-    std::string module;  // the attention or MLP, for messages
-    struct Member {
-      std::string parameter;  // qualified name
-      int dim = 0;            // the dimension split
-      int64_t heads = 0;      // the whole heads it holds along dim (per packed tensor); 0: rows
-    };
-    std::vector<Member> members;
-  };
-  virtual std::vector<SplitTogether> split_together() const { return {}; }
+  // The model's blocks, shared parameters, token embedding, packed tensors and the groups
+  // tensor parallelism splits together (structure.h): what strategies read. None by default.
+  virtual Structure structure() const { return {}; }
 
   int64_t num_parameters() const;
-
-  // Parameters the model reads outside the call of the module that owns them (a head tied to
-  // the token embedding): a sharding strategy keeps them in the unit that is gathered for the
-  // whole step.
-  virtual std::vector<std::string> shared_parameters() const { return {}; }
 
  protected:
   DType compute_dtype_ = DType::f32;
@@ -86,12 +68,8 @@ class CausalLM : public Model {
   // The final normalised hidden states [B, T, C] the head projects.
   virtual Tensor hidden_states(const Tensor& input_ids) = 0;
   // The head's weight [V, C]. It is read outside any submodule's call, so models list it in
-  // shared_parameters() (sharding strategies keep it gathered for the step).
+  // Structure::shared_parameters (sharding strategies keep it gathered for the step).
   virtual Tensor head_weight() = 0;
-  // The module that looks the input ids up: its "weight" is [V, C] (with a tied head, the head's
-  // weight). Naming it lets FSDP split the embedding and the head over the vocabulary instead
-  // of gathering them (fsdp_vocab_parallel); null (the default): they are gathered.
-  virtual nn::Module* token_embedding() { return nullptr; }
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_seq_len() const = 0;
   void set_return_logits(bool on) { return_logits_ = on; }

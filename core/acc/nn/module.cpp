@@ -128,6 +128,12 @@ Module* Module::find_owner(const std::string& qualified_name, std::string* local
   return const_cast<Module*>(m);
 }
 
+Module& Module::submodule(const std::string& qualified_name) {
+  for (auto& [name, m] : named_modules())
+    if (name == qualified_name) return *m;
+  ACC_FAIL(type_name_, ": no module '", qualified_name, "'");
+}
+
 Tensor Module::parameter(const std::string& qualified_name) const {
   std::string local;
   return find_owner(qualified_name, &local)->param(local);

@@ -26,9 +26,6 @@ class Module {
 
   // "Linear", "GPT2Block", ...: what wrap policies match on.
   const std::string& type_name() const { return type_name_; }
-  // The type names of the model's repeated blocks (Hugging Face's _no_split_modules): what
-  // TRANSFORMER_BASED_WRAP wraps when fsdp_transformer_layer_cls_to_wrap names none.
-  virtual std::vector<std::string> block_types() const { return {}; }
 
   // --- the call boundary ---
   Tensor operator()(const Tensor& x);
@@ -66,6 +63,8 @@ class Module {
   std::vector<Tensor> parameters() const;
   // Every module with its qualified name; this module first, as "".
   std::vector<std::pair<std::string, Module*>> named_modules();
+  // The module called `qualified_name` ("" for this one); an error naming it when there is none.
+  Module& submodule(const std::string& qualified_name);
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
   // Replaces a parameter by qualified name ("h.3.attn.c_attn.weight") with a tensor of the same
   // shape (e.g. a view into a flat buffer); requires_grad carries over to a new leaf. Every slot
