@@ -1,6 +1,8 @@
 #include "acc/strategy/sharded_model.h"
 
+#include "acc/autograd/function.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/ops/elementwise.h"
 #include "acc/optim/clip_grad.h"
 #include "acc/util/activity.h"
 
@@ -16,6 +18,28 @@ void ShardedModel::copy_full_parameters_to(nn::Module& target) {
   const auto full = full_parameters();
   autograd::NoGradGuard no_grad;
   for (const auto& [name, value] : full) target.parameter(name).copy_(value);
+}
+
+models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::pair<Tensor, Tensor>> gradients) {
+  ACC_CHECK(loss.defined() && loss.numel() == 1, "own_step: the loss must be one value, got ",
+            loss.defined() ? loss.describe() : "undefined");
+  std::vector<Tensor> parameters, grads;
+  for (auto& [parameter, grad] : gradients) {
+    ACC_CHECK(parameter.requires_grad() && grad.defined() && grad.shape() == parameter.shape(),
+              "own_step: the gradient of ", parameter.describe(), " is ", grad.defined() ? grad.describe() : "undefined",
+              "; expected one of its shape for a parameter that requires grad");
+    parameters.push_back(parameter);
+    grads.push_back(std::move(grad));
+  }
+  Tensor out = loss.detach().clone();
+  // The step is done; its backward only hands each parameter its gradient, scaled as the loss was.
+  autograd::record("OwnStep", out, parameters, [grads = std::move(grads)](const Tensor& seed) {
+    const double s = static_cast<double>(seed.item());
+    std::vector<Tensor> scaled;
+    for (const auto& g : grads) scaled.push_back(s == 1.0 ? g : ops::scale(g, s));
+    return scaled;
+  });
+  return {Tensor(), out};
 }
 
 void ShardedModel::set_compute_dtype(DType) {

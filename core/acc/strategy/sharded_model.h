@@ -135,6 +135,16 @@ class ShardedModel : public models::Model {
   static bool decays(const Shape& original_shape) { return original_shape.size() >= 2; }
 
  protected:
+  // For a strategy that runs a training step's forwards and backwards itself (a pipeline
+  // schedule interleaves its microbatches'), so that the user's loop stays forward(batch),
+  // loss.backward(), step(). Its forward(batch) returns own_step(loss, gradients): `loss` the
+  // whole batch's, `gradients` each parameter with d loss / d parameter. The loss returned
+  // carries them: loss.backward(), or (loss * s).backward() as gradient accumulation does,
+  // adds s x each gradient to its parameter's .grad, through the parameter's hooks, as a
+  // backward through the model would; without a backward no gradient appears. Each gradient
+  // has its parameter's shape; parameters that need no gradient are left out.
+  static models::ModelOutput own_step(const Tensor& loss, std::vector<std::pair<Tensor, Tensor>> gradients);
+
   // Off inside no_sync(): a strategy that communicates gradients keeps them local meanwhile.
   // The default suits strategies that never communicate gradients.
   virtual void set_gradient_sync(bool /*on*/) {}
