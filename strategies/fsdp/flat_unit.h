@@ -24,12 +24,17 @@
 
 #include "acc/distributed/process_group.h"
 #include "acc/nn/module.h"
+#include "acc/strategy/sharded_model.h"
 
 namespace acc::fsdp {
 
 struct UnitGroups {
   std::shared_ptr<dist::ProcessGroup> shard;      // ranks that split the unit between them
   std::shared_ptr<dist::ProcessGroup> replicate;  // ranks holding the same shard (hybrid, NO_SHARD)
+  // What the two groups are along the strategy's mesh axes, for the unit's parameter pieces
+  // (FSDP: sharded along `shard`, replicated along `replicate`; the ignored modules' unit
+  // replicated along both).
+  std::vector<ShardedModel::Placement> placements = {};
 };
 
 class FlatUnit {

@@ -40,7 +40,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
                    unit.master().slice_flat(at, {part.count}), Tensor()},
                   u, at, decays(slot.shape)};
       piece.master.set_requires_grad(slot.view.requires_grad());
-      piece.copies = unit.groups().replicate->size();
+      piece.placements = unit.groups().placements;
       if (options_.compute_dtype != DType::f32)
         piece.compute = unit.compute_shard().slice_flat(at, {part.count});
       pieces_.push_back(std::move(piece));

@@ -49,7 +49,7 @@ struct EngineOptions {
   // Where sharded units keep their master shard and optimizer state: compute (no offload),
   // offload (fsdp_offload_params) or file (fsdp_offload_dir). Ignored modules stay in compute.
   memory::Tier offload_tier = memory::Tier::compute;
-  // fsdp_vocab_parallel: a causal LM's token embedding and head (models::CausalLM::
+  // fsdp_vocab_parallel: a causal LM's token embedding and head (models::Structure::
   // token_embedding) become units of their own, split by vocabulary rows and never gathered
   // in training; vocab_parallel.h moves the activations instead. Shard groups of one rank, and
   // models that name no token embedding, gather them as before.

@@ -34,15 +34,22 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
   ACC_CHECK(model, name(), ": the model to wrap is null");
   prepare_model(*model, config(), *world());
   auto plans = plan_units(*model, config().dist.fsdp, model->structure());
+  using Kind = ShardedModel::Placement::Kind;
+  const int replicas = mesh_->size(kReplicateAxis);
   EngineOptions options = engine_options(
       config(), *model,
       {.strategy = name(),
-       .groups = {.shard = mesh_->group(kShardAxis), .replicate = mesh_->group(kReplicateAxis)},
-       .replicated_groups = {.shard = self_group_, .replicate = world()},  // every rank, whole
+       .groups = {.shard = mesh_->group(kShardAxis),
+                  .replicate = mesh_->group(kReplicateAxis),
+                  .placements = {{kReplicateAxis, Kind::replicated, replicas}, {kShardAxis, Kind::sharded, shard_size_}}},
+       .replicated_groups = {.shard = self_group_,  // every rank, whole
+                             .replicate = world(),
+                             .placements = {{kReplicateAxis, Kind::replicated, replicas},
+                                            {kShardAxis, Kind::replicated, shard_size_}}},
        .reshard_after_forward = reshards_after_forward(setting_),
        .shard_size = shard_size_});
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
-             shard_size_, mesh_->size(kReplicateAxis));
+             shard_size_, replicas);
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));
 }
 

@@ -42,8 +42,9 @@ std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
     if (const auto* split = tensor_parallel_->split_of(piece.name)) {
       piece.shape = split->full_shape;
       piece.slice = tensor_parallel_->slice_held(*split);
+      piece.placements.push_back({kModelAxis, Placement::Kind::split, model_ranks});
     } else {
-      piece.copies *= model_ranks;
+      piece.placements.push_back({kModelAxis, Placement::Kind::replicated, model_ranks});
     }
   return pieces;
 }

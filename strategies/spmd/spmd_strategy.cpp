@@ -108,11 +108,15 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   const auto& fsdp_group = mesh_->group(kFsdpAxis);
   auto plans = fsdp::plan_units(*model, config().dist.fsdp, model->structure());
   auto whole = keep_whole_over_fsdp(plans, sharding, *model);
+  using Kind = ShardedModel::Placement::Kind;
+  const int fsdp = fsdp_group->size();
   auto options = fsdp::engine_options(
       config(), *model,
       {.strategy = name(),
-       .groups = {.shard = fsdp_group, .replicate = self_group_},
-       .replicated_groups = {.shard = self_group_, .replicate = fsdp_group},  // whole over fsdp
+       .groups = {.shard = fsdp_group, .replicate = self_group_, .placements = {{kFsdpAxis, Kind::sharded, fsdp}}},
+       .replicated_groups = {.shard = self_group_,  // whole over fsdp
+                             .replicate = fsdp_group,
+                             .placements = {{kFsdpAxis, Kind::replicated, fsdp}}},
        .reshard_after_forward = true,
        .shard_size = fsdp_group->size()});
   // The fsdp axis alone splits the embedding and head by rows (FSDPv2 shards dim 0), as the

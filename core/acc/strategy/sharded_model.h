@@ -35,7 +35,7 @@ class ShardedModel : public models::Model {
   // Scales every rank's gradients so the norm over the whole model is at most max_norm;
   // returns the norm before clipping. A collective over gradient_norm_group(). The default,
   // for every strategy: each piece of parameter_pieces() counted 1 / copies, summed over the
-  // group (optim::clip_grad_norm).
+  // group (optim::clip_grad_norm): the placements say all a strategy needs to say.
   virtual double clip_grad_norm(double max_norm);
   // The ranks whose pieces together hold the whole model (copies counted once): what the
   // gradient norm sums over. Null, the default: this rank's pieces are the whole model.
@@ -48,9 +48,19 @@ class ShardedModel : public models::Model {
     int dim = 0;
     std::vector<std::pair<int64_t, int64_t>> blocks;
   };
+  // How a piece lies along one axis of the ranks that hold the model (a mesh axis): the axis's
+  // ranks hold the same piece (replicated), consecutive ranges of the flattened parameter
+  // (sharded: FSDP's flat shards), or blocks of one dim (split: tensor parallelism, the blocks
+  // in ParameterPiece::slice).
+  struct Placement {
+    enum class Kind { replicated, sharded, split };
+    std::string axis;  // "shard", "replicate" (FSDP's mesh), "fsdp", "model" (SPMD's)
+    Kind kind = Kind::replicated;
+    int ranks = 1;     // along the axis
+  };
   // This rank's part of one original parameter: elements [begin, begin + master.numel()) of
   // the flattened parameter `name` (whole shape `shape`), or, with a `slice`, of that slice
-  // flattened. What checkpoints save per rank and fill on load.
+  // flattened. What checkpoints save per rank and fill on load, and the gradient norm sums.
   struct ParameterPiece {
     std::string name;
     Shape shape;
@@ -58,9 +68,12 @@ class ShardedModel : public models::Model {
     Tensor master;   // f32, contiguous: what the optimizer updates
     Tensor compute;  // the compute-dtype copy the optimizer writes with it, or undefined
     std::optional<DimSlice> slice = std::nullopt;
-    // Ranks of gradient_norm_group() holding this same piece (replicas, a parameter whole over
-    // a mesh axis): the gradient norm counts it once among them.
-    int copies = 1;
+    // Along each axis of gradient_norm_group()'s ranks; none: the piece is the whole
+    // parameter, on this rank alone.
+    std::vector<Placement> placements = {};
+    // Ranks of gradient_norm_group() holding this same piece: the product of the replicated
+    // axes' ranks. The gradient norm counts it once among them.
+    int copies() const;
   };
   // Every piece this rank holds, frozen parameters included. The default suits strategies
   // whose named_parameters() are whole parameters.
