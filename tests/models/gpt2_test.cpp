@@ -15,15 +15,7 @@ namespace {
 using models::GPT2;
 using models::GPT2Config;
 
-GPT2Config micro() {
-  GPT2Config c;
-  c.vocab_size = 61;  // odd sizes on purpose
-  c.n_positions = 16;
-  c.n_embd = 24;
-  c.n_layer = 2;
-  c.n_head = 3;
-  return c;
-}
+GPT2Config micro() { return test::gpt2_micro(); }
 
 TEST(GPT2, SmallHasHuggingFaceNamesShapesAndCount) {
   GPT2 model(GPT2Config::small());

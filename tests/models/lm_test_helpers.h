@@ -3,11 +3,24 @@
 #include <gtest/gtest.h>
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/models/gpt2.h"
 #include "acc/models/model.h"
 #include "acc/optim/optim.h"
 #include "support/test_support.h"
 
 namespace acc::test {
+
+// A GPT-2 small enough for exact checks: 2 layers, 24 wide, 3 heads, 16 positions, a
+// vocabulary of 61 (odd sizes on purpose).
+inline models::GPT2Config gpt2_micro() {
+  models::GPT2Config c;
+  c.vocab_size = 61;
+  c.n_positions = 16;
+  c.n_embd = 24;
+  c.n_layer = 2;
+  c.n_head = 3;
+  return c;
+}
 
 // input_ids and labels (the same stream shifted by one), i32 [B, T].
 inline data::Batch token_batch(int64_t B, int64_t T, int32_t vocab, uint64_t seed) {

@@ -1,10 +1,12 @@
 #!/bin/sh
-# preempt_resume.sh ACCELERATE TRAIN_GPT2: SIGTERM to `accelerate launch` in the middle of a
-# 2-rank run makes every rank save the same step and the job exit 75, naming the step and the
-# checkpoint; `--resume auto` then ends with exactly the losses of an uninterrupted run.
-# (launch_signal.sh checks a second SIGTERM and the grace period.)
+# preempt_resume.sh ACCELERATE TRAIN_GPT2 [OPTION...]: SIGTERM to `accelerate launch` in the
+# middle of a 2-rank run makes every rank save the same step and the job exit 75, naming the
+# step and the checkpoint; `--resume auto` then ends with exactly the losses of an uninterrupted
+# run. OPTIONs go to the runs that save (--save_async --save_every 7: the preemption comes while
+# background saves run). (launch_signal.sh checks a second SIGTERM and the grace period.)
 set -u
 accelerate=$1 program=$2
+shift 2
 dir=$(mktemp -d)
 trap 'pkill -9 -f "$program --config tiny --data $dir" 2>/dev/null; rm -rf "$dir"' EXIT
 "$(dirname "$0")/../token_files.sh" "$dir/data"
@@ -19,7 +21,7 @@ final() { grep -o "final: train loss [0-9.]*.*val loss [0-9.]*" "$1"; }
 
 (run) >straight.txt 2>&1 || { cat straight.txt; echo "FAIL: the uninterrupted run failed"; exit 1; }
 
-(run --checkpoint_dir ckpt --run_dir run) >preempted.txt 2>&1 &
+(run --checkpoint_dir ckpt --run_dir run "$@") >preempted.txt 2>&1 &
 launcher=$!
 for _ in $(seq 1 300); do  # up to 30 s for the run to pass step 20
   grep -q "step 20:" preempted.txt && break
@@ -38,7 +40,7 @@ step=$(sed -n 's/.*\[rank 0\] preempted at step \([0-9]*\), checkpoint at .*/\1/
 grep -q "accelerate launch: preempted at step $step, checkpoint at ckpt/step_0*$step; resume with --resume auto" preempted.txt ||
   { echo "FAIL: launch did not report the preemption"; exit 1; }
 [ "$(cat ckpt/latest)" = "$(printf 'step_%06d' "$step")" ] || { echo "FAIL: latest is '$(cat ckpt/latest)'"; exit 1; }
-resumed=$( (run --checkpoint_dir ckpt --run_dir run --resume auto) 2>&1) || { echo "$resumed"; exit 1; }
+resumed=$( (run --checkpoint_dir ckpt --run_dir run --resume auto "$@") 2>&1) || { echo "$resumed"; exit 1; }
 echo "$resumed" | grep -q "resumed from ckpt/step_0*$step at step $step" || { echo "$resumed"; echo "FAIL: did not resume"; exit 1; }
 final straight.txt
 echo "$resumed" > resumed.txt

@@ -17,20 +17,10 @@
 namespace acc {
 namespace {
 
-models::GPT2Config micro() {
-  models::GPT2Config c;
-  c.vocab_size = 61;
-  c.n_positions = 16;
-  c.n_embd = 24;
-  c.n_layer = 2;
-  c.n_head = 3;
-  return c;
-}
-
 // Five rows (microbatches of 3 and 2) with some labels ignored, so the microbatches' losses
 // weigh differently in the batch's mean.
 data::Batch batch(uint64_t seed) {
-  data::Batch b = test::token_batch(5, 8, 61, seed);
+  data::Batch b = test::token_batch(5, 8, static_cast<int32_t>(test::gpt2_micro().vocab_size), seed);
   auto labels = b["labels"].to_vector_i64();
   std::vector<int32_t> kept(labels.begin(), labels.end());
   for (size_t i = 0; i < kept.size(); i += 3) kept[i] = ops::kIgnoreIndex;
@@ -53,8 +43,8 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
 }
 
 TEST(OwnStep, GradientsArriveWithTheBackwardScaledAsTheLoss) {
-  auto plain = std::make_shared<models::GPT2>(micro(), 5);
-  auto sharded = microbatched(std::make_shared<models::GPT2>(micro(), 5));
+  auto plain = std::make_shared<models::GPT2>(test::gpt2_micro(), 5);
+  auto sharded = microbatched(std::make_shared<models::GPT2>(test::gpt2_micro(), 5));
   const data::Batch b = batch(1);
   const Tensor want = plain->forward(b).loss;
   ops::scale(want, 0.5).backward();
@@ -73,8 +63,8 @@ TEST(OwnStep, GradientsArriveWithTheBackwardScaledAsTheLoss) {
 }
 
 TEST(OwnStep, TrainsAsThePlainModelThroughTheUsersLoop) {
-  auto plain = std::make_shared<models::GPT2>(micro(), 5);
-  auto sharded = microbatched(std::make_shared<models::GPT2>(micro(), 5));
+  auto plain = std::make_shared<models::GPT2>(test::gpt2_micro(), 5);
+  auto sharded = microbatched(std::make_shared<models::GPT2>(test::gpt2_micro(), 5));
   // SGD: AdamW divides by the gradient's own size, so on gradients that are zero but for
   // rounding (the key bias: softmax ignores a shift) it turns the rounding of another summation
   // order into steps of the full learning rate.
