@@ -85,9 +85,7 @@ std::vector<std::string> FsdpModel::plan_vocab_units(std::vector<UnitPlan>& plan
   }
   for (auto& plan : plans)
     std::erase_if(plan.params, [](const auto& param) { return !param.second.defined(); });
-  // A unit left without parameters has nothing to gather (the root stays: forward gathers it).
-  plans.erase(std::remove_if(plans.begin(), plans.end() - 1, [](const UnitPlan& p) { return p.params.empty(); }),
-              plans.end() - 1);
+  drop_empty_units(plans);
   plans.insert(plans.end() - 1, vocab.begin(), vocab.end());
   return names;
 }

@@ -27,7 +27,7 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   // Row-major [replicas, shard]: shard groups are consecutive ranks (one node).
   mesh_ = std::make_shared<Mesh>(world, std::vector<int>{n / shard_size_, shard_size_},
                                  std::vector<std::string>{kReplicateAxis, kShardAxis});
-  self_group_ = std::make_shared<dist::SingleProcessGroup>(world->name() + "/self", world->world_ranks()[world->rank()]);
+  self_group_ = dist::self_group(*world);
 }
 
 std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> model) {

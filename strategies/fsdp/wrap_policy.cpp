@@ -101,6 +101,12 @@ bool under_any(const std::vector<std::string>& modules, const std::string& name)
 
 }  // namespace
 
+void drop_empty_units(std::vector<UnitPlan>& plans) {
+  plans.erase(std::remove_if(plans.begin(), plans.end() - 1,
+                             [](const UnitPlan& p) { return p.params.empty() && !p.replicated; }),
+              plans.end() - 1);
+}
+
 std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config, const models::Structure& structure) {
   const auto& shared = structure.shared_parameters;
   check_ignored(root, config.ignored_modules);

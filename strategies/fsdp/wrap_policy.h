@@ -33,4 +33,9 @@ struct UnitPlan {
 // blocks; its shared parameters stay in the root, which is gathered for the whole step.
 std::vector<UnitPlan> plan_units(nn::Module& root, const FsdpConfig& config, const models::Structure& structure);
 
+// Drops the wrapped units a strategy left without parameters after moving some out of them
+// (vocabulary units, SPMD's whole-over-fsdp unit): they have nothing to gather. The root (last)
+// stays, and so does a replicated unit.
+void drop_empty_units(std::vector<UnitPlan>& plans);
+
 }  // namespace acc::fsdp

@@ -62,10 +62,7 @@ std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
       return true;
     });
   }
-  // A wrapped unit left without parameters has nothing to gather; the root (last) stays.
-  plans.erase(std::remove_if(plans.begin(), plans.end() - 1,
-                             [](const fsdp::UnitPlan& p) { return p.params.empty() && !p.replicated; }),
-              plans.end() - 1);
+  fsdp::drop_empty_units(plans);
   if (!replicated.params.empty()) plans.insert(plans.begin(), std::move(replicated));
   return whole;
 }
@@ -90,8 +87,7 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
             "parameters over it (plain FSDPv2 is mesh_shape [", world->size(),
             ", 1] with axis_names [fsdp, model])");
   mesh_ = std::make_shared<Mesh>(world, spmd.mesh_shape, axes);
-  self_group_ = std::make_shared<dist::SingleProcessGroup>(world->name() + "/self",
-                                                           world->world_ranks()[world->rank()]);
+  self_group_ = dist::self_group(*world);
 }
 
 std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> model) {

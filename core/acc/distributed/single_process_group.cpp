@@ -43,4 +43,8 @@ std::shared_ptr<ProcessGroup> SingleProcessGroup::do_split(int color, int, std::
   return std::make_shared<SingleProcessGroup>(std::move(name), world_ranks()[0]);
 }
 
+std::shared_ptr<ProcessGroup> self_group(const ProcessGroup& group) {
+  return std::make_shared<SingleProcessGroup>(group.name() + "/self", group.world_ranks()[group.rank()]);
+}
+
 }  // namespace acc::dist

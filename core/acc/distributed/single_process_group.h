@@ -26,4 +26,8 @@ class SingleProcessGroup final : public ProcessGroup {
   std::shared_ptr<ProcessGroup> do_split(int color, int key, std::string name) override;
 };
 
+// This rank of `group` alone, as a group named "<group>/self": where a strategy keeps what
+// no collective of `group` touches (the replicated unit's shard group, say).
+std::shared_ptr<ProcessGroup> self_group(const ProcessGroup& group);
+
 }  // namespace acc::dist
