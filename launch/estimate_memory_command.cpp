@@ -1,5 +1,6 @@
 #include "estimate_memory_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -37,6 +38,10 @@ picks the first row in the order printed that fits (the least communication firs
   --offload                   fsdp_offload_params: masters, gradients and optimizer state in
                               the offload tier; the table splits each total into the compute
                               tier (gathered, activations, communication) and the offload tier
+  --offload_dir DIR           where AUTO may offload (fsdp_offload_dir under AUTO): the rows
+                              keep everything in memory, and a last one, FULL_SHARD with
+                              checkpointing and the masters and optimizer state in files in
+                              DIR (the "on disk" column), is tried if DIR has the space
   --save_async                checkpoint::save_async (--save_async of the training programs):
                               a column for the host copy of the state each rank writes from
   --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the config's
@@ -49,6 +54,7 @@ struct Options {
   estimate::Workload workload{.world = 1, .ranks_per_node = 0, .batch = 8, .seq = 1024};
   bool checkpointing = false;
   bool offload = false;
+  std::string offload_dir;
   int64_t memory_limit = 0;
 };
 
@@ -88,6 +94,8 @@ Options parse(const std::vector<std::string>& args) {
       o.memory_limit = *bytes;
     } else if (a == "--offload") {
       o.offload = true;
+    } else if (a == "--offload_dir") {
+      o.offload_dir = value();
     } else if (a == "--save_async") {
       o.workload.save_async = true;
     } else {
@@ -108,13 +116,17 @@ Options parse(const std::vector<std::string>& args) {
 Config estimated_config(const Options& o) {
   Config config = train::with_program_defaults(o.config);
   if (o.checkpointing) config.set("fsdp_config.fsdp_activation_checkpointing", "true");
+  if (!o.offload_dir.empty()) {
+    config.set("fsdp_config.fsdp_offload_dir", o.offload_dir);
+    config.set("fsdp_config.fsdp_sharding_strategy", "AUTO");
+  }
   return config;
 }
 
-std::string row(const std::string& name, const std::vector<std::string>& cells) {
-  char first[64];
-  std::snprintf(first, sizeof first, "%-46s", name.c_str());
-  std::string out = first;
+// One line of the table: `name` padded to `width`, then the cells right-aligned.
+std::string row(const std::string& name, size_t width, const std::vector<std::string>& cells) {
+  std::string out = name;
+  out.resize(std::max(width, name.size()), ' ');
   for (const auto& c : cells) {
     char cell[16];
     std::snprintf(cell, sizeof cell, "%12s", c.c_str());
@@ -141,11 +153,17 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   std::cout << "\n" << w.world << " rank" << (w.world > 1 ? "s" : "") << " (" << w.ranks_per_node
             << " per node), global batch " << w.batch << " x " << w.seq << " tokens, "
             << (w.bf16 ? "bf16" : "f32") << " compute, AdamW; bytes per rank\n\n";
+  const Config config = estimated_config(o);
+  const auto rows = strategy_estimates(shape, w, config);
+  const bool disk = std::ranges::any_of(rows, [](const StrategyEstimate& r) { return r.memory.on_disk > 0; });
   std::vector<std::string> header{"parameters", "gradients", "optimizer", "gathered", "activations", "comm"};
   if (w.save_async) header.push_back("checkpoint");
-  header.push_back("total");
+  header.push_back(disk ? "in memory" : "total");
   if (o.offload) header.insert(header.end(), {"compute", "offload"});
-  std::cout << row("strategy", header);
+  if (disk) header.push_back("on disk");
+  size_t width = 46;
+  for (const auto& r : rows) width = std::max(width, r.plan.size() + 2);
+  std::cout << row("strategy", width, header);
   auto print = [&](const std::string& name, const estimate::Memory& e) {
     std::vector<std::string> cells{
         estimate::format_bytes(e.parameters),  estimate::format_bytes(e.gradients),
@@ -158,10 +176,9 @@ int run_estimate_memory(const std::vector<std::string>& args) {
       cells.push_back(estimate::format_bytes(e.total() - offloaded));
       cells.push_back(estimate::format_bytes(offloaded));
     }
-    std::cout << row(name, cells);
+    if (disk) cells.push_back(estimate::format_bytes(e.on_disk));
+    std::cout << row(name, width, cells);
   };
-  const Config config = estimated_config(o);
-  const auto rows = strategy_estimates(shape, w, config);
   for (const auto& e : rows) print(e.plan, e.memory);
   const int64_t limit = o.memory_limit > 0 ? o.memory_limit : auto_memory_limit(config, w.ranks_per_node);
   const auto choice = choose_auto(rows, limit);

@@ -1,26 +1,35 @@
 #include "fsdp_estimate.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace acc::fsdp {
 
 namespace {
 
-// Where AUTO tries each plan: the least communication first (StrategyEstimate::auto_order).
+// Where AUTO tries each plan: the least communication first (StrategyEstimate::auto_order),
+// files last.
 int auto_order(const Plan& plan) {
   switch (plan.strategy) {
     case ShardingStrategy::NO_SHARD: return 100;
     case ShardingStrategy::HYBRID_SHARD_ZERO2: return 200;
     case ShardingStrategy::HYBRID_SHARD: return 300;
     case ShardingStrategy::SHARD_GRAD_OP: return 400;
-    default: return plan.activation_checkpointing ? 600 : 500;
+    default: return !plan.offload_dir.empty() ? 700 : plan.activation_checkpointing ? 600 : 500;
   }
+}
+
+bool asks_for_auto(const Config& config) {
+  return config.dist.fsdp.sharding_strategy == ShardingStrategy::AUTO || config.dist.strategy == "AUTO";
 }
 
 }  // namespace
 
 std::string to_string(const Plan& plan) {
-  return acc::to_string(plan.strategy) + (plan.activation_checkpointing ? " + activation checkpointing" : "");
+  std::string out = acc::to_string(plan.strategy);
+  if (plan.activation_checkpointing) out += " + activation checkpointing";
+  if (!plan.offload_dir.empty()) out += " + files in " + plan.offload_dir;
+  return out;
 }
 
 int shard_group_size(const Plan& plan, const estimate::Workload& w) {
@@ -39,6 +48,11 @@ estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const
   e.parameters = static_cast<int64_t>((w.bf16 ? 6.0 : 4.0) * held);
   e.gradients = static_cast<int64_t>(4.0 * held);
   e.optimizer_state = static_cast<int64_t>(8.0 * held);
+  if (!plan.offload_dir.empty()) {  // the f32 masters and both moments live in files
+    e.on_disk = static_cast<int64_t>(12.0 * held);
+    e.parameters -= static_cast<int64_t>(4.0 * held);
+    e.optimizer_state = 0;
+  }
   // Split by vocabulary rows, the embedding and head are never gathered (fsdp_vocab_parallel).
   const bool split_vocab = plan.vocab_parallel && n > 1 && s.family != Family::other;
   const double vocab_matrices =
@@ -67,24 +81,43 @@ std::vector<StrategyEstimate> estimate_rows(ShardingStrategy setting, const esti
   const FsdpConfig& f = config.dist.fsdp;
   // The hybrids differ from FULL_SHARD and SHARD_GRAD_OP only across nodes.
   if (is_hybrid(setting) && !(w.world > w.ranks_per_node && w.ranks_per_node > 1)) return {};
+  // Under AUTO the directory is where AUTO may offload, last: the other rows keep it unused.
+  const bool offload_last = asks_for_auto(config) && !f.offload_dir.empty();
   const Plan plan{.strategy = setting,
                   .activation_checkpointing = f.activation_checkpointing,
                   .wrap_blocks = f.effective_wrap_policy() != WrapPolicy::NO_WRAP,
                   .vocab_parallel = f.vocab_parallel,
-                  .size = f.size};
+                  .size = f.size,
+                  .offload_dir = offload_last ? "" : f.offload_dir};
   auto row = [&](const Plan& p) {
     StrategyEstimate r{.plan = to_string(p), .memory = estimate(shape, p, w), .auto_order = auto_order(p)};
     r.settings = {{"distributed_type", "FSDP"}, {"fsdp_config.fsdp_sharding_strategy", acc::to_string(p.strategy)}};
     if (p.activation_checkpointing && !f.activation_checkpointing)
       r.settings.emplace_back("fsdp_config.fsdp_activation_checkpointing", "true");
+    if (offload_last && p.offload_dir.empty()) r.settings.emplace_back("fsdp_config.fsdp_offload_dir", "\"\"");
     return r;
   };
   std::vector<StrategyEstimate> rows{row(plan)};
-  // AUTO's last resort, when nothing else fits: FULL_SHARD keeping only each block's input.
-  if (setting == ShardingStrategy::FULL_SHARD && !plan.activation_checkpointing) {
-    Plan checkpointed = plan;
-    checkpointed.activation_checkpointing = true;
-    rows.push_back(row(checkpointed));
+  if (setting != ShardingStrategy::FULL_SHARD) return rows;
+  // AUTO's last resorts, when nothing else fits: FULL_SHARD keeping only each block's input,
+  // then with the masters and optimizer state in files.
+  Plan checkpointed = plan;
+  checkpointed.activation_checkpointing = true;
+  if (!plan.activation_checkpointing) rows.push_back(row(checkpointed));
+  if (offload_last) {
+    checkpointed.offload_dir = f.offload_dir;
+    StrategyEstimate files = row(checkpointed);
+    // Every rank of the node writes its files there.
+    const int64_t needed = files.memory.on_disk * std::max(1, w.ranks_per_node);
+    std::error_code ec;
+    const auto space = std::filesystem::space(f.offload_dir, ec);
+    if (ec || static_cast<int64_t>(space.available) < needed) {
+      files.auto_order.reset();
+      files.plan += ec ? " (not usable: " + ec.message() + ")"
+                       : " (needs " + estimate::format_bytes(needed) + " free, has " +
+                             estimate::format_bytes(static_cast<int64_t>(space.available)) + ")";
+    }
+    rows.push_back(std::move(files));
   }
   return rows;
 }

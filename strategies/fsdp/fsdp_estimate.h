@@ -4,6 +4,7 @@
 // units a step holds at once, and the activations of estimate/memory_estimate.h. These are the
 // rows FsdpStrategy::estimate_memory gives `accelerate estimate-memory` and AUTO.
 // tests/distributed/fsdp/estimate_test.cpp checks them against the allocator's measured peaks.
+#include <string>
 #include <vector>
 
 #include "acc/config/config.h"
@@ -19,8 +20,11 @@ struct Plan {
   bool wrap_blocks = true;     // each transformer block its own unit (else one unit, the whole model)
   bool vocab_parallel = true;  // fsdp_vocab_parallel: sharded settings split embedding and head by rows
   int size = 0;                // fsdp_size; 0: the world, or the node for the hybrids
+  // fsdp_offload_dir: the masters and the optimizer state in files there (Memory::on_disk);
+  // empty: in memory.
+  std::string offload_dir = {};
 };
-std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing"
+std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing + files in /d"
 
 // Ranks one shard group spans under `plan`.
 int shard_group_size(const Plan& plan, const estimate::Workload& w);
@@ -29,7 +33,11 @@ estimate::Memory estimate(const estimate::ModelShape& shape, const Plan& plan, c
 
 // The rows of `setting` with `config`'s FSDP options, for Strategy::estimate_memory. AUTO tries
 // them least communication first: NO_SHARD, the hybrids (only when there is more than one
-// node), SHARD_GRAD_OP, FULL_SHARD, then FULL_SHARD with activation checkpointing.
+// node), SHARD_GRAD_OP, FULL_SHARD, then FULL_SHARD with activation checkpointing. When the
+// config asks for AUTO and names an fsdp_offload_dir, that directory is where AUTO may offload:
+// the rows before keep everything in memory, and the last one, FULL_SHARD with checkpointing and
+// files in the directory, is tried only if the directory's free space holds every rank of the
+// node's files.
 std::vector<StrategyEstimate> estimate_rows(ShardingStrategy setting, const estimate::ModelShape& shape,
                                             const estimate::Workload& w, const Config& config);
 

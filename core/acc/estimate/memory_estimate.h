@@ -28,10 +28,13 @@ struct Workload {
 
 // Bytes per rank by the allocator's categories. parameters, gradients and optimizer_state are
 // held between steps; gathered and activations are the highest during a step; checkpoint is the
-// host copy an asynchronous save writes from (Workload::save_async).
+// host copy an asynchronous save writes from (Workload::save_async). total() is what stays in
+// memory; on_disk is what a strategy keeps in files instead (fsdp_offload_dir's masters and
+// optimizer state), paged in only while used.
 struct Memory {
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, gathered = 0, activations = 0,
           communication = 0, checkpoint = 0;
+  int64_t on_disk = 0;
   int64_t total() const {
     return parameters + gradients + optimizer_state + gathered + activations + communication + checkpoint;
   }
