@@ -44,7 +44,8 @@ struct CommEngine::Active {
   std::chrono::steady_clock::time_point started;
 };
 
-CommEngine::CommEngine(std::chrono::duration<double> timeout) : timeout_(timeout) {
+CommEngine::CommEngine(std::chrono::duration<double> timeout)
+    : timeout_(timeout), sim_link_(sim_link_from_environment()) {
   thread_ = std::thread([this] { thread_main(); });
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return init_done_; });

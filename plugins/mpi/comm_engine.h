@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "schedule.h"
 #include "scratch_pool.h"
 #include "shm_channel.h"
+#include "sim_link.h"
 
 namespace acc::mpi {
 
@@ -66,6 +68,8 @@ class CommEngine {
   // Whether collectives start by comparing signatures (signature_check.h): on unless some rank
   // has ACC_CHECK_COLLECTIVES=0, agreed at start-up so that all ranks run the same rounds.
   bool check_signatures() const { return check_signatures_; }
+  // The simulated link that paces collectives across nodes (sim_link.h); none unless set.
+  const std::optional<SimLink>& sim_link() const { return sim_link_; }
 
   void submit(Task task);
   // Runs the collective of `work` on the calling thread if it is the next to start, the comm
@@ -93,6 +97,7 @@ class CommEngine {
   MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
   std::shared_ptr<ShmChannel> world_shm_;
   bool check_signatures_ = true;
+  std::optional<SimLink> sim_link_;
   bool we_initialized_mpi_ = false;
 
   std::mutex mutex_;

@@ -36,6 +36,8 @@ void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedu
     checked.append(std::move(schedule));
     schedule = std::move(checked);
   }
+  if (span() == dist::Span::cross_node && engine_->sim_link())
+    pace(schedule, *engine_->sim_link(), work->wire_bytes(), rank_);
   if (any_thread)  // the thread that waits may run it (CommEngine::run_here)
     work->set_runner([engine = std::weak_ptr<CommEngine>(engine_), w = work.get()] {
       if (auto e = engine.lock()) e->run_here(w);

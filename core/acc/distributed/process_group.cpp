@@ -96,7 +96,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, cons
             " on rank ", rank(), "; expected input numel ", counts[rank()],
             " and output numel ", total);
   auto work = new_work(CollectiveOp::all_gather, output, {input, output});
-  count_traffic(TrafficKind::all_gather, output.nbytes(), size(), span_);
+  work->set_wire_bytes(count_traffic(TrafficKind::all_gather, output.nbytes(), size(), span_));
   do_all_gather(work, buffer_of(input), buffer_of(output), counts);
   return work;
 }
@@ -130,7 +130,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
   auto work = new_work(CollectiveOp::reduce_scatter, input, {input, output}, -1, static_cast<int>(rop));
-  count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size(), span_);
+  work->set_wire_bytes(count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size(), span_));
   do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
   return work;
 }
@@ -139,7 +139,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, Reduc
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
   auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop));
-  count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size(), span_);
+  work->set_wire_bytes(count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size(), span_));
   do_all_reduce(work, buffer_of(tensor), rop);
   return work;
 }
@@ -149,7 +149,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& tensor, int ro
   ACC_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
             describe(), "; expected 0 <= root < ", size());
   auto work = new_work(CollectiveOp::broadcast, tensor, {tensor}, root);
-  count_traffic(TrafficKind::broadcast, tensor.nbytes(), size(), span_);
+  work->set_wire_bytes(count_traffic(TrafficKind::broadcast, tensor.nbytes(), size(), span_));
   do_broadcast(work, buffer_of(tensor), root);
   return work;
 }

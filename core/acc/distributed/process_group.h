@@ -50,6 +50,9 @@ class ProcessGroup {
   const std::string& name() const { return name_; }
   // world_ranks()[i] is the world rank of this group's rank i.
   const std::vector<int>& world_ranks() const { return world_ranks_; }
+  // Whether the ranks share a node (dist::traffic() counts them apart; a simulated link paces
+  // the others).
+  Span span() const { return span_; }
   // "group 'world' (ranks [0, 1, 2])", for messages.
   std::string describe() const;
 

@@ -79,13 +79,14 @@ void reset_traffic() {
     }
 }
 
-void count_traffic(TrafficKind kind, uint64_t buffer_bytes, int group_size, Span span) {
+uint64_t count_traffic(TrafficKind kind, uint64_t buffer_bytes, int group_size, Span span) {
   const uint64_t n = static_cast<uint64_t>(group_size);
   uint64_t sent = kind == TrafficKind::send ? buffer_bytes : buffer_bytes * (n - 1) / n;
   if (kind == TrafficKind::all_reduce) sent *= 2;  // a reduce-scatter, then an all-gather
   const size_t s = Traffic::index(span), k = Traffic::index(kind);
   g_bytes[s][k].fetch_add(sent, std::memory_order_relaxed);
   g_calls[s][k].fetch_add(1, std::memory_order_relaxed);
+  return sent;
 }
 
 }  // namespace acc::dist

@@ -43,6 +43,7 @@ struct Traffic {
 Traffic traffic();
 void reset_traffic();
 // ProcessGroup's: one call of `kind` moving `buffer_bytes` over a group of `group_size` ranks.
-void count_traffic(TrafficKind kind, uint64_t buffer_bytes, int group_size, Span span);
+// Returns the bytes it counted as this rank's.
+uint64_t count_traffic(TrafficKind kind, uint64_t buffer_bytes, int group_size, Span span);
 
 }  // namespace acc::dist

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,11 @@ class Work {
   // completes the work or declines (returns without doing anything). Dropped once done.
   void set_runner(std::function<void()> runner);
 
+  // The bytes this rank sends for it under a ring schedule (dist::traffic() counts them): what
+  // a simulated cross-node link paces the collective by. Set when the collective is issued.
+  uint64_t wire_bytes() const { return wire_bytes_; }
+  void set_wire_bytes(uint64_t bytes) { wire_bytes_ = bytes; }
+
   // Backend side: exactly one of these is called, once.
   void mark_done();
   void mark_failed(std::string message);
@@ -63,6 +69,7 @@ class Work {
   std::string error_;  // non-empty once failed
   std::vector<Tensor> held_;
   std::function<void()> runner_;
+  uint64_t wire_bytes_ = 0;
 };
 
 }  // namespace acc::dist

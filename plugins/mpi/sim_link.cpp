@@ -1,0 +1,57 @@
+#include "sim_link.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+#include "acc/util/error.h"
+
+namespace acc::mpi {
+namespace {
+
+// The variable's value as a number >= min, or nothing when unset.
+std::optional<double> number_env(const char* name, double min, const char* unit) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(value, &end);
+  ACC_CHECK(*end == '\0' && v >= min && v == v, name, "='", value, "' is not valid; expected ",
+            min > 0 ? "a positive number" : "a number >= 0", " of ", unit);
+  return v;
+}
+
+}  // namespace
+
+std::string SimLink::describe() const {
+  std::ostringstream os;
+  os << gigabits_per_second << " Gb/s, " << latency_us
+     << " us latency (simulated: ACC_SIM_CROSS_NODE_GBPS, ACC_SIM_CROSS_NODE_LATENCY_US)";
+  return os.str();
+}
+
+std::optional<SimLink> sim_link_from_environment() {
+  const auto gbps = number_env("ACC_SIM_CROSS_NODE_GBPS", 1e-9, "gigabits per second");
+  const auto latency = number_env("ACC_SIM_CROSS_NODE_LATENCY_US", 0, "microseconds");
+  ACC_CHECK(gbps || !latency, "ACC_SIM_CROSS_NODE_LATENCY_US is set without ACC_SIM_CROSS_NODE_GBPS; "
+            "set the bandwidth of the simulated link too");
+  if (!gbps) return std::nullopt;
+  return SimLink{.gigabits_per_second = *gbps, .latency_us = latency.value_or(0.0)};
+}
+
+void pace(Schedule& schedule, const SimLink& link, uint64_t bytes, int group_rank) {
+  using Clock = std::chrono::steady_clock;
+  auto until = std::make_shared<Clock::time_point>();
+  const auto duration = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link.seconds_for(bytes)));
+  schedule.before = [until, duration, first = std::move(schedule.before)] {
+    *until = Clock::now() + duration;
+    if (first) first();
+  };
+  // While the link is "busy" the round waits on this rank itself: no peer is missing.
+  schedule.rounds.push_back(Round{{}, [until, group_rank] {
+                                    return Clock::now() < *until ? std::vector<int>{group_rank} : std::vector<int>{};
+                                  },
+                                  {}});
+}
+
+}  // namespace acc::mpi

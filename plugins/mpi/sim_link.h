@@ -1,0 +1,35 @@
+#pragma once
+// A simulated link between nodes, to measure on one machine what communication across machines
+// would cost. ACC_SIM_CROSS_NODE_GBPS (gigabits per second) and ACC_SIM_CROSS_NODE_LATENCY_US
+// (default 0) pace every collective of a group whose ranks span nodes (ACC_RANKS_PER_NODE
+// simulates nodes): it completes no sooner than latency + the bytes this rank sends (ring
+// schedule, dist::traffic()) / bandwidth after it starts. A group's collectives run one at a
+// time, so each rank has one link per group. Point-to-point transfers are not paced. Unset:
+// no effect. Every timing taken with it set is simulated and must say so.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "schedule.h"
+
+namespace acc::mpi {
+
+struct SimLink {
+  double gigabits_per_second = 0;
+  double latency_us = 0;
+
+  double seconds_for(uint64_t bytes) const {
+    return latency_us * 1e-6 + static_cast<double>(bytes) * 8.0 / (gigabits_per_second * 1e9);
+  }
+  std::string describe() const;  // "10 Gb/s, 20 us latency (simulated: ACC_SIM_CROSS_NODE_GBPS)"
+};
+
+// From the environment; nothing when ACC_SIM_CROSS_NODE_GBPS is unset. A bad value is an error
+// naming the variable and what is expected.
+std::optional<SimLink> sim_link_from_environment();
+
+// Makes `schedule` end no sooner than link.seconds_for(bytes) after it starts: a last round
+// that waits for that time (on whichever thread runs the schedule).
+void pace(Schedule& schedule, const SimLink& link, uint64_t bytes, int group_rank);
+
+}  // namespace acc::mpi

@@ -1,0 +1,48 @@
+// The simulated cross-node link (ACC_SIM_CROSS_NODE_GBPS, ACC_SIM_CROSS_NODE_LATENCY_US): a
+// collective of a group that spans (simulated) nodes takes at least latency + the bytes this
+// rank sends / bandwidth, with the same result; a group inside a node is not paced. Runs only
+// where the test sets the link (test_dist_mpi_sim_link_np4, 2 simulated nodes of 2 ranks).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "acc/distributed/subgroups.h"
+#include "acc/distributed/traffic.h"
+#include "acc/runtime/init.h"
+
+using acc::Tensor;
+
+namespace {
+
+double seconds_of(const std::function<void()>& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST(SimLink, PacesCollectivesAcrossNodesOnly) {
+  const char* gbps = std::getenv("ACC_SIM_CROSS_NODE_GBPS");
+  const char* latency_us = std::getenv("ACC_SIM_CROSS_NODE_LATENCY_US");
+  if (!gbps || acc::topology().num_nodes < 2) GTEST_SKIP() << "no simulated link between nodes";
+  auto& g = acc::world();
+  ASSERT_EQ(g.span(), acc::dist::Span::cross_node);
+  const int64_t n = 1 << 18;  // 1 MB of f32
+  Tensor x = Tensor::full({n}, 1.0);
+  acc::dist::reset_traffic();
+  const double paced = seconds_of([&] { g.all_reduce(x); });
+  const uint64_t sent = acc::dist::traffic().bytes_of(acc::dist::TrafficKind::all_reduce);
+  EXPECT_EQ(sent, 2 * (g.size() - 1) * uint64_t{4} * n / g.size());  // a ring's share of this rank
+  const double link = (latency_us ? std::atof(latency_us) * 1e-6 : 0.0) +
+                      static_cast<double>(sent) * 8.0 / (std::atof(gbps) * 1e9);
+  EXPECT_GE(paced, link) << sent << " bytes";
+  for (float v : x.to_vector()) ASSERT_EQ(v, static_cast<float>(g.size()));
+  // Inside a node: the channel's own speed, far under the link's time.
+  auto node = acc::dist::node_local_group(g, acc::topology());
+  ASSERT_EQ(node->span(), acc::dist::Span::node);
+  const double local = seconds_of([&] { node->all_reduce(x); });
+  EXPECT_LT(local, link / 2) << "a node-local all_reduce was paced";
+  for (float v : x.to_vector()) ASSERT_EQ(v, static_cast<float>(g.size() * node->size()));
+}
