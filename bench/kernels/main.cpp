@@ -10,6 +10,7 @@
 #include "acc/kernels/activations.h"
 #include "acc/kernels/attention.h"
 #include "acc/kernels/convert.h"
+#include "acc/kernels/quantize.h"
 #include "acc/kernels/cross_entropy.h"
 #include "acc/kernels/matmul.h"
 #include "acc/kernels/norms.h"
@@ -90,6 +91,17 @@ void bench_memory_bound(std::vector<Row>& rows, double bw) {
                    seconds_per_call([&] { acc::kernels::f32_to_bf16(p.data<float>(), p16.data<acc::bfloat16>(), n); }), bw);
   add_memory_bound(rows, "bf16_to_f32 16M", 6.0 * n,
                    seconds_per_call([&] { acc::kernels::bf16_to_f32(p16.data<acc::bfloat16>(), g.data<float>(), n); }), bw);
+  // ZeRO++'s int8 wire format, blocks of 256: f32 in, 1 byte + a scale per 256 out, and back.
+  const int64_t blocks = acc::kernels::quant_blocks(n, acc::kernels::kQuantBlock);
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  std::vector<float> scales(static_cast<size_t>(blocks));
+  const double scale_bytes = 4.0 * static_cast<double>(blocks);
+  add_memory_bound(rows, "quantize_int8 16M", 5.0 * n + scale_bytes,
+                   seconds_per_call([&] { acc::kernels::quantize_int8(p.data<float>(), n, acc::kernels::kQuantBlock, q.data(), scales.data()); }), bw);
+  add_memory_bound(rows, "dequantize_int8 16M to f32", 5.0 * n + scale_bytes,
+                   seconds_per_call([&] { acc::kernels::dequantize_int8(q.data(), scales.data(), n, acc::kernels::kQuantBlock, g.data<float>()); }), bw);
+  add_memory_bound(rows, "dequantize_int8 16M to bf16", 3.0 * n + scale_bytes,
+                   seconds_per_call([&] { acc::kernels::dequantize_int8(q.data(), scales.data(), n, acc::kernels::kQuantBlock, p16.data<acc::bfloat16>()); }), bw);
 
   const int64_t R = 4096, C = 768;
   Tensor x = random_f32(R * C, "x"), y = Tensor::zeros({R * C}), dy = random_f32(R * C, "dy"), dx = Tensor::zeros({R * C});

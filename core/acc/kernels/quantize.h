@@ -1,0 +1,31 @@
+#pragma once
+// Block-wise symmetric int8 quantization: what ZeRO++ sends instead of f32 or bf16 (qwZ for
+// weight gathers, qgZ for gradient reductions). The n elements go in blocks of `block` (the
+// last may be shorter), each with one f32 scale, max |x| / 127 over the block, and
+// q = round-to-nearest-even(x * (127 / max |x|)), in [-127, 127]. Back, x' = q * scale, so every
+// element comes back within half its block's scale (plus f32 rounding). A block of zeros has
+// scale 0 and comes back as zeros. Inputs must be finite.
+#include <cstdint>
+
+#include "acc/tensor/dtype.h"
+
+namespace acc::kernels {
+
+inline constexpr int64_t kQuantBlock = 256;  // elements per scale, ZeRO++'s default granularity
+
+// ceil(n / block): the scales n elements need.
+inline int64_t quant_blocks(int64_t n, int64_t block) { return (n + block - 1) / block; }
+
+// Vectorised (AVX-512 when the CPU has it, AVX2 otherwise) and parallel over large n.
+// q holds n values, scales quant_blocks(n, block).
+void quantize_int8(const float* x, int64_t n, int64_t block, int8_t* q, float* scales);
+void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t block, float* out);
+// Straight into the compute dtype, as a quantized gather lands.
+void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t block, bfloat16* out);
+
+namespace ref {
+void quantize_int8(const float* x, int64_t n, int64_t block, int8_t* q, float* scales);
+void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t block, float* out);
+}  // namespace ref
+
+}  // namespace acc::kernels

@@ -1,0 +1,79 @@
+// Block-wise int8 quantization (ZeRO++'s qwZ/qgZ wire format): the vector kernels (AVX-512 or,
+// under test_kernels_avx2, AVX2) agree bit for bit with the scalar reference on block tails,
+// zero blocks and outliers; each element comes back within half its block's scale; ties round
+// to even.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "acc/kernels/convert.h"
+#include "acc/kernels/quantize.h"
+#include "support/test_support.h"
+
+namespace acc::kernels {
+namespace {
+
+std::vector<float> data(int64_t n, int64_t block) {
+  std::vector<float> x = test::random_vector(n, static_cast<uint64_t>(n + block), 100.f);
+  if (n > block) std::fill(x.begin(), x.begin() + block, 0.f);  // a block of zeros
+  x[static_cast<size_t>(n / 2)] = 3e4f;                        // an outlier sets its block's scale
+  return x;
+}
+
+TEST(Quantize, KnownBlock) {
+  const std::vector<float> x{1.f, -2.f, 0.5f, 0.f};
+  std::vector<int8_t> q(4);
+  float scale = 0;
+  quantize_int8(x.data(), 4, kQuantBlock, q.data(), &scale);
+  EXPECT_EQ(scale, 2.f / 127.f);
+  // 1 * 127/2 = 63.5 rounds to the even 64; 0.5 * 63.5 = 31.75 to 32.
+  EXPECT_EQ(q, (std::vector<int8_t>{64, -127, 32, 0}));
+}
+
+TEST(Quantize, FastMatchesReferenceBitwise) {
+  for (const int64_t block : {kQuantBlock, int64_t{64}, int64_t{100}})
+    for (const int64_t n : {1, 7, 255, 256, 257, 1000, 4097, (1 << 17) + 3}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " block=" << block);
+      const std::vector<float> x = data(n, block);
+      const int64_t blocks = quant_blocks(n, block);
+      std::vector<int8_t> q(n), q_ref(n);
+      std::vector<float> s(blocks), s_ref(blocks);
+      quantize_int8(x.data(), n, block, q.data(), s.data());
+      ref::quantize_int8(x.data(), n, block, q_ref.data(), s_ref.data());
+      ASSERT_EQ(q, q_ref);
+      ASSERT_EQ(0, std::memcmp(s.data(), s_ref.data(), static_cast<size_t>(blocks) * 4));
+      std::vector<float> back(n), back_ref(n);
+      dequantize_int8(q.data(), s.data(), n, block, back.data());
+      ref::dequantize_int8(q.data(), s.data(), n, block, back_ref.data());
+      ASSERT_EQ(0, std::memcmp(back.data(), back_ref.data(), static_cast<size_t>(n) * 4));
+      // Into bf16: the f32 values rounded once.
+      std::vector<bfloat16> b(n);
+      dequantize_int8(q.data(), s.data(), n, block, b.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b[i].bits, to_bf16(back_ref[i]).bits) << "index " << i;
+    }
+}
+
+TEST(Quantize, EachElementComesBackWithinHalfItsBlocksScale) {
+  const int64_t n = 10000, block = kQuantBlock;
+  const std::vector<float> x = data(n, block);
+  std::vector<int8_t> q(n);
+  std::vector<float> s(quant_blocks(n, block)), back(n);
+  quantize_int8(x.data(), n, block, q.data(), s.data());
+  dequantize_int8(q.data(), s.data(), n, block, back.data());
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float scale = s[i / block];
+    ASSERT_LE(std::abs(q[i]), 127);
+    // Half a step, plus the f32 rounding of x * (127 / max) and of q * scale.
+    ASSERT_LE(std::fabs(x[i] - back[i]), scale * (0.5f + 1e-4f)) << "index " << i;
+    if (scale > 0) worst = std::max(worst, static_cast<double>(std::fabs(x[i] - back[i]) / scale));
+  }
+  EXPECT_GT(worst, 0.4);  // the bound is reached, not loose
+  for (int64_t i = 0; i < block; ++i) ASSERT_EQ(back[i], 0.f);  // the zero block
+  EXPECT_EQ(s[0], 0.f);
+}
+
+}  // namespace
+}  // namespace acc::kernels
