@@ -157,7 +157,8 @@ TEST(AllocatorTiers, TensorsInATierScopeAreCountedInThatTier) {
 }
 
 // A file-tier block keeps its values through page_out (they are read back from the file), and
-// page_out really drops it from resident memory.
+// page_out really drops it from resident memory; resident_kinds() counts its pages as the file
+// tier's, not as anonymous memory.
 TEST(AllocatorTiers, FileTierKeepsValuesThroughPageOut) {
   const auto dir = file_tier_dir();
   const auto before = memory::report();
@@ -168,9 +169,13 @@ TEST(AllocatorTiers, FileTierKeepsValuesThroughPageOut) {
   float* p = t.data<float>();
   for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 1000);
   const int64_t touched = memory::resident_bytes();
+  const memory::ResidentKinds touched_kinds = memory::resident_kinds();
   page_out(t);
   const int64_t paged_out = memory::resident_bytes();
+  const memory::ResidentKinds paged_out_kinds = memory::resident_kinds();
   EXPECT_GE(touched - paged_out, 4 * n * 9 / 10);
+  EXPECT_GE(touched_kinds.file_tier - paged_out_kinds.file_tier, 4 * n * 9 / 10);
+  EXPECT_LT(std::abs(touched_kinds.anonymous - paged_out_kinds.anonymous), 4 * n / 10);
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += p[i] - static_cast<float>(i % 1000);
   EXPECT_EQ(sum, 0.0);

@@ -33,7 +33,7 @@ size_t round_to_pages(size_t n) {
 
 // A new file under `dir`, already unlinked: the open descriptor is all that names it.
 int create_unlinked(const std::filesystem::path& dir) {
-  std::string name = (dir / "acc-offload-XXXXXX").string();
+  std::string name = dir.string() + kFilePrefix + "XXXXXX";
   const int fd = mkstemp(name.data());
   ACC_CHECK(fd >= 0, "offload_dir '", dir.string(), "': cannot create a file there (",
             std::strerror(errno), ")");

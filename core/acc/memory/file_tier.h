@@ -8,6 +8,9 @@
 
 namespace acc::memory::file_tier {
 
+// How the tier's files begin (acc-offload-XXXXXX): resident_kinds() finds their mappings by it.
+inline constexpr const char* kFilePrefix = "/acc-offload-";
+
 void set_dir(const std::filesystem::path& dir, int64_t reserve_bytes);
 // A page-aligned block of nbytes (rounded up to pages), its disk space reserved up front so
 // that a full disk is an error here, not a SIGBUS when a page is first written.

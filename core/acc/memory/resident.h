@@ -16,4 +16,21 @@ bool reset_peak_resident();
 // cannot be reset).
 int64_t begin_resident_phase();
 
+// Resident memory by what backs it: anonymous pages (the heap, the compute and offload tiers;
+// /proc/self/status RssAnon) and the pages of the file tier's files (fsdp_offload_dir) mapped
+// in now (/proc/self/smaps), which the kernel may drop and read back from the disk.
+struct ResidentKinds {
+  int64_t anonymous = 0;
+  int64_t file_tier = 0;
+};
+ResidentKinds resident_kinds();
+
+// Bytes this process made the kernel read from and write to storage since it started
+// (/proc/self/io): with fsdp_offload_dir, mostly the file tier's paging.
+struct StorageIo {
+  int64_t read = 0;
+  int64_t written = 0;
+};
+StorageIo storage_io();
+
 }  // namespace acc::memory

@@ -26,6 +26,7 @@
 #include "acc/train/generate.h"
 #include "acc/train/progress.h"
 #include "acc/train/throughput.h"
+#include "acc/train/tier_io_meter.h"
 
 namespace acc::train {
 
@@ -253,6 +254,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   checkpoint::Position& at = state.position;
 
   ThroughputMeter meter(model->train_flops_per_token(o.seq), peak);
+  TierIoMeter tier_io;  // with fsdp_offload_dir: the disk's rates on the bar, its totals at the end
   std::optional<ProgressBar> bar;  // rank 0's
   std::optional<MetricsLog> metrics;
   if (main) {
@@ -296,7 +298,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     if (bar) {
       bar->set_postfix(format("loss=%.4f lr=%.2e norm=%.2f %.0f tok/s", last_loss, lr, norm,
                               meter.tokens_per_second()) +
-                       format(" mfu=%.1f%%", 100 * meter.mfu()));
+                       format(" mfu=%.1f%%", 100 * meter.mfu()) + tier_io.rates());
       bar->update();
     }
     MetricsRow row{at.step, last_loss, std::nullopt, lr, norm, meter.tokens_per_second(), meter.mfu(),
@@ -327,6 +329,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
       describe_val_loss(val, unigram_val) + "; " +
       format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s over ", meter.tokens_per_second(), 100 * meter.mfu(), peak) +
       format("%.0f training steps (not the first, evaluation or saves); %.1f s in all", double(meter.steps()), wall));
+  if (tier_io.active()) say("rank 0: " + tier_io.summary());
   if (!o.save.empty()) {
     auto trained = make_model(o.config, o.seed);  // a whole f32 copy: the file holds the masters
     sharded->copy_full_parameters_to(*trained);   // a collective: every rank takes part
