@@ -117,8 +117,8 @@ Config estimated_config(const Options& o) {
   Config config = train::with_program_defaults(o.config);
   if (o.checkpointing) config.set("fsdp_config.fsdp_activation_checkpointing", "true");
   if (!o.offload_dir.empty()) {
-    config.set("fsdp_config.fsdp_offload_dir", o.offload_dir);
-    config.set("fsdp_config.fsdp_sharding_strategy", "AUTO");
+    config.dist.fsdp.offload_dir = o.offload_dir;  // as given: not read as YAML
+    config.dist.strategy = "AUTO";
   }
   return config;
 }

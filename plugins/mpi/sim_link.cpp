@@ -10,14 +10,14 @@
 namespace acc::mpi {
 namespace {
 
-// The variable's value as a number >= min, or nothing when unset.
-std::optional<double> number_env(const char* name, double min, const char* unit) {
+// The variable's value as a number in [min, max], or nothing when unset.
+std::optional<double> number_env(const char* name, double min, double max, const char* unit) {
   const char* value = std::getenv(name);
   if (!value || !*value) return std::nullopt;
   char* end = nullptr;
   const double v = std::strtod(value, &end);
-  ACC_CHECK(*end == '\0' && v >= min && v == v, name, "='", value, "' is not valid; expected ",
-            min > 0 ? "a positive number" : "a number >= 0", " of ", unit);
+  ACC_CHECK(*end == '\0' && v >= min && v <= max, name, "='", value, "' is not valid; expected ",
+            min > 0 ? "a positive number" : "a number >= 0", " of ", unit, " up to ", max);
   return v;
 }
 
@@ -31,8 +31,9 @@ std::string SimLink::describe() const {
 }
 
 std::optional<SimLink> sim_link_from_environment() {
-  const auto gbps = number_env("ACC_SIM_CROSS_NODE_GBPS", 1e-9, "gigabits per second");
-  const auto latency = number_env("ACC_SIM_CROSS_NODE_LATENCY_US", 0, "microseconds");
+  // Bounded so that a collective's time stays a few orders below ACC_COMM_TIMEOUT's scale.
+  const auto gbps = number_env("ACC_SIM_CROSS_NODE_GBPS", 1e-6, 1e6, "gigabits per second");
+  const auto latency = number_env("ACC_SIM_CROSS_NODE_LATENCY_US", 0, 1e6, "microseconds");
   ACC_CHECK(gbps || !latency, "ACC_SIM_CROSS_NODE_LATENCY_US is set without ACC_SIM_CROSS_NODE_GBPS; "
             "set the bandwidth of the simulated link too");
   if (!gbps) return std::nullopt;

@@ -3,9 +3,12 @@
 // would cost. ACC_SIM_CROSS_NODE_GBPS (gigabits per second) and ACC_SIM_CROSS_NODE_LATENCY_US
 // (default 0) pace every collective of a group whose ranks span nodes (ACC_RANKS_PER_NODE
 // simulates nodes): it completes no sooner than latency + the bytes this rank sends (ring
-// schedule, dist::traffic()) / bandwidth after it starts. A group's collectives run one at a
-// time, so each rank has one link per group. Point-to-point transfers are not paced. Unset:
-// no effect. Every timing taken with it set is simulated and must say so.
+// schedule, dist::traffic()) / bandwidth after it starts. The comm engine runs a process's
+// collectives one at a time, so a node-local collective queued behind a paced one waits for
+// it too (stricter than a machine whose links work apart). The paced time counts against
+// ACC_COMM_TIMEOUT, and a collective that outlasts it names this rank as the one not done.
+// Point-to-point transfers are not paced. Unset: no effect. Every timing taken with it set is
+// simulated and must say so.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -19,9 +19,8 @@ int auto_order(const Plan& plan) {
   }
 }
 
-bool asks_for_auto(const Config& config) {
-  return config.dist.fsdp.sharding_strategy == ShardingStrategy::AUTO || config.dist.strategy == "AUTO";
-}
+// As acc::accelerate() decides whether to resolve AUTO.
+bool asks_for_auto(const Config& config) { return config.strategy_name() == "AUTO"; }
 
 }  // namespace
 

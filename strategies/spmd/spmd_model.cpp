@@ -38,14 +38,15 @@ std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
 std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
   auto pieces = engine_->parameter_pieces();
   const int model_ranks = mesh_->has_axis(kModelAxis) ? mesh_->size(kModelAxis) : 1;
-  for (auto& piece : pieces)
-    if (const auto* split = tensor_parallel_->split_of(piece.name)) {
+  for (auto& piece : pieces) {
+    const auto* split = tensor_parallel_->split_of(piece.name);
+    if (split) {
       piece.shape = split->full_shape;
       piece.slice = tensor_parallel_->slice_held(*split);
-      piece.placements.push_back({kModelAxis, Placement::Kind::split, model_ranks});
-    } else {
-      piece.placements.push_back({kModelAxis, Placement::Kind::replicated, model_ranks});
     }
+    if (mesh_->has_axis(kModelAxis))
+      piece.placements.push_back({kModelAxis, split ? Placement::Kind::split : Placement::Kind::replicated, model_ranks});
+  }
   return pieces;
 }
 

@@ -32,6 +32,28 @@ TEST(Quantize, KnownBlock) {
   EXPECT_EQ(q, (std::vector<int8_t>{64, -127, 32, 0}));
 }
 
+// Exact ties in the vector bodies (32 elements: both AVX-512 and AVX2 loops run): with a block
+// maximum of 127 the factor is 1, so k + 0.5 rounds to the even neighbour. A block of tiny
+// values is flushed to zeros instead of overflowing 127 / max.
+TEST(Quantize, TiesRoundToEvenAndTinyBlocksFlush) {
+  std::vector<float> x(64);
+  x[0] = 127.f;
+  for (int i = 1; i < 32; ++i) x[i] = static_cast<float>((i % 7) - 3) + 0.5f;  // -2.5 .. 3.5, all ties
+  for (int i = 32; i < 64; ++i) x[i] = (i % 2 ? 1e-38f : -3e-35f);
+  std::vector<int8_t> q(64), q_ref(64);
+  std::vector<float> s(2), s_ref(2);
+  quantize_int8(x.data(), 64, 32, q.data(), s.data());
+  ref::quantize_int8(x.data(), 64, 32, q_ref.data(), s_ref.data());
+  EXPECT_EQ(q, q_ref);
+  EXPECT_EQ(s, s_ref);
+  EXPECT_EQ(s[0], 1.f);
+  for (int i = 1; i < 32; ++i) EXPECT_EQ(q[i], static_cast<int8_t>(std::nearbyint(x[i]))) << x[i];
+  // x[1..7] = -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -2.5
+  EXPECT_EQ((std::vector<int8_t>(q.begin() + 1, q.begin() + 8)), (std::vector<int8_t>{-2, 0, 0, 2, 2, 4, -2}));
+  EXPECT_EQ(s[1], 0.f);
+  for (int i = 32; i < 64; ++i) EXPECT_EQ(q[i], 0);
+}
+
 TEST(Quantize, FastMatchesReferenceBitwise) {
   for (const int64_t block : {kQuantBlock, int64_t{64}, int64_t{100}})
     for (const int64_t n : {1, 7, 255, 256, 257, 1000, 4097, (1 << 17) + 3}) {

@@ -83,8 +83,20 @@ Config resolve_auto_strategy(Config config, const models::Model& model, const da
                              .batch = loader.options().batch_size,
                              .seq = sequence_length(loader),
                              .bf16 = config.compute.bf16};
-  const AutoChoice choice = choose_auto(strategy_estimates(estimate::ModelShape::of(model), w, config),
-                                        auto_memory_limit(config, t.local_size));
+  const auto rows = strategy_estimates(estimate::ModelShape::of(model), w, config);
+  AutoChoice choice = choose_auto(rows, auto_memory_limit(config, t.local_size));
+  // Every rank runs rank 0's choice: budgets and free disk space may differ between machines.
+  Tensor index = Tensor::from_vector(
+      {static_cast<float>(std::ranges::find_if(rows, [&](const StrategyEstimate& r) { return r.plan == choice.row.plan; }) - rows.begin())},
+      {1});
+  world().broadcast(index, 0);
+  const auto chosen = static_cast<size_t>(index.item());
+  ACC_CHECK(chosen < rows.size(), "AUTO: rank 0 chose row ", chosen, " of ", rows.size(),
+            "; the ranks see different strategies (are the same plugins on every machine?)");
+  if (rows[chosen].plan != choice.row.plan) {
+    log::info("AUTO: this rank would have chosen {}; running rank 0's choice", choice.row.plan);
+    choice.row = rows[chosen];
+  }
   config = apply_auto_choice(std::move(config), choice.row);
   if (choice.fits)
     log::info("AUTO chose {}: {}", choice.row.plan, choice.reason);

@@ -105,8 +105,14 @@ std::shared_ptr<const OptionSection> Config::strategy_section() const {
   const auto sections = all_option_sections();
   for (const auto& section : sections)
     if (std::ranges::find(section->strategies, dist.strategy) != section->strategies.end()) return section;
-  for (const auto& section : sections)
-    if (section->strategy_of && section->strategy_of(*this)) return section;
+  // Else the section whose strategy_of names the strategy the config runs (AUTO, core's own,
+  // belongs to the section of the distributed_type that asks for it); a strategy no section
+  // configures has none.
+  for (const auto& section : sections) {
+    if (!section->strategy_of) continue;
+    const auto named = section->strategy_of(*this);
+    if (named && (dist.strategy.empty() || dist.strategy == "AUTO" || *named == dist.strategy)) return section;
+  }
   return nullptr;
 }
 

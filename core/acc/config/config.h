@@ -217,8 +217,9 @@ struct Config {
   // ("FULL_SHARD", ...), the SPMD plugin's SPMD -> "SPMD".
   std::string strategy_name() const;
   // The section of the strategy the config runs: the one listing dist.strategy among its
-  // `strategies`, else the one whose strategy_of names a strategy for this config; null when
-  // none does (no plugin found). What core asks instead of reading a strategy's keys.
+  // `strategies`, else the one whose strategy_of names that strategy (any, when dist.strategy
+  // is empty or AUTO); null when none does (a strategy without a section, no plugin found).
+  // What core asks instead of reading a strategy's keys.
   std::shared_ptr<const OptionSection> strategy_section() const;
   // "keys of Hugging Face accelerate that do not apply to acc, accepted: debug, gpu_ids".
   std::string not_applicable_note() const;

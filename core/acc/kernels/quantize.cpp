@@ -16,12 +16,17 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 16;  // elements per task: the kernels stream
 
-// The block's scale and the factor that maps it onto [-127, 127] (0 for a block of zeros).
+// Blocks whose largest magnitude is below this come back as zeros: 127 / max would overflow
+// f32 for the smallest values, and nothing a model trains with is this small.
+constexpr float kFlushBelow = 1e-30f;
+
+// The block's scale and the factor that maps it onto [-127, 127] (0 for a flushed block).
 struct BlockScale {
   float scale, inv;
 };
 BlockScale block_scale(float max_abs) {
-  return {max_abs / 127.f, max_abs > 0 ? 127.f / max_abs : 0.f};
+  if (!(max_abs >= kFlushBelow)) return {0.f, 0.f};
+  return {max_abs / 127.f, 127.f / max_abs};
 }
 
 int8_t quantize_one(float x, float inv) {

@@ -3,8 +3,9 @@
 // weight gathers, qgZ for gradient reductions). The n elements go in blocks of `block` (the
 // last may be shorter), each with one f32 scale, max |x| / 127 over the block, and
 // q = round-to-nearest-even(x * (127 / max |x|)), in [-127, 127]. Back, x' = q * scale, so every
-// element comes back within half its block's scale (plus f32 rounding). A block of zeros has
-// scale 0 and comes back as zeros. Inputs must be finite.
+// element comes back within half its block's scale (plus f32 rounding). A block whose largest
+// magnitude is below 1e-30 (zeros among them) has scale 0 and comes back as zeros. Inputs must
+// be finite.
 #include <cstdint>
 
 #include "acc/tensor/dtype.h"

@@ -37,15 +37,19 @@ models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::
     parameters.push_back(parameter);
     grads.push_back(std::move(grad));
   }
-  Tensor out = loss.detach().clone();
-  // The step is done; its backward only hands each parameter its gradient, scaled as the loss was.
-  autograd::record("OwnStep", out, parameters, [grads = std::move(grads)](const Tensor& seed) {
+  // The step is done; its backward only hands each parameter its gradient, scaled as the loss
+  // was. Recorded even without parameters (a stage holding only frozen ones), so the user's
+  // loss.backward() still works.
+  auto forward = [value = loss.detach()](autograd::FunctionContext&, const std::vector<Tensor>&) {
+    return value.clone();
+  };
+  auto backward = [grads = std::move(grads)](autograd::FunctionContext&, const Tensor& seed) {
     const double s = static_cast<double>(seed.item());
     std::vector<Tensor> scaled;
     for (const auto& g : grads) scaled.push_back(s == 1.0 ? g : ops::scale(g, s));
     return scaled;
-  });
-  return {Tensor(), out};
+  };
+  return {Tensor(), autograd::apply_function("OwnStep", parameters, forward, backward, {.always_record = true})};
 }
 
 void ShardedModel::set_compute_dtype(DType) {

@@ -180,6 +180,13 @@ TEST(EstimateAuto, TakesTheLeastCommunicatingPlanThatFits) {
   EXPECT_EQ(rows[1].plan, "SHARD_GRAD_OP");
 }
 
+// The FSDP row with files in the offload directory (other plugins' rows may follow it).
+const StrategyEstimate& files_row(const std::vector<StrategyEstimate>& rows) {
+  const auto it = std::ranges::find_if(rows, [](const StrategyEstimate& r) { return r.memory.on_disk > 0 || r.plan.find("files in") != std::string::npos; });
+  if (it == rows.end()) throw std::runtime_error("no row with files in the offload directory");
+  return *it;
+}
+
 // Under AUTO, fsdp_offload_dir names where AUTO may offload: every other row keeps the state in
 // memory (and choosing it clears the key); FULL_SHARD with checkpointing and files there comes
 // last, with the f32 masters and both moments on disk, and only if the directory has the room.
@@ -192,17 +199,22 @@ TEST(EstimateAuto, OffloadsToFilesLastAndOnlyWhereThereIsRoom) {
                                     "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n");
   config.dist.fsdp.offload_dir = dir;
   const auto rows = strategy_estimates(shape, w, config);
-  const StrategyEstimate& files = rows.back();
+  const StrategyEstimate& files = files_row(rows);
   const std::string files_plan = "FULL_SHARD + activation checkpointing + files in " + dir;
   ASSERT_EQ(files.plan, files_plan);
   const int64_t held = shape.parameters / 4;
   EXPECT_NEAR(static_cast<double>(files.memory.on_disk), 12.0 * static_cast<double>(held), 12.0);
   EXPECT_EQ(files.memory.optimizer_state, 0);
   EXPECT_NEAR(static_cast<double>(files.memory.parameters), 2.0 * static_cast<double>(held), 2.0);  // bf16 shard
-  for (size_t i = 0; i + 1 < rows.size(); ++i) EXPECT_EQ(rows[i].memory.on_disk, 0) << rows[i].plan;
-  const StrategyEstimate& checkpointed = rows[rows.size() - 2];
-  ASSERT_EQ(checkpointed.plan, "FULL_SHARD + activation checkpointing");
-  ASSERT_LT(files.memory.total(), checkpointed.memory.total());
+  const StrategyEstimate* checkpointed = nullptr;
+  for (const auto& row : rows) {
+    if (&row != &files) {
+      EXPECT_EQ(row.memory.on_disk, 0) << row.plan;
+    }
+    if (row.plan == "FULL_SHARD + activation checkpointing") checkpointed = &row;
+  }
+  ASSERT_TRUE(checkpointed);
+  ASSERT_LT(files.memory.total(), checkpointed->memory.total());
 
   // Not AUTO: the config offloads, so every row does.
   Config fixed = config;
@@ -213,7 +225,7 @@ TEST(EstimateAuto, OffloadsToFilesLastAndOnlyWhereThereIsRoom) {
     }
 
   // Between the two: only files fit; choosing them keeps the directory, others clear it.
-  const auto choice = choose_auto(rows, checkpointed.memory.total() - 1);
+  const auto choice = choose_auto(rows, checkpointed->memory.total() - 1);
   if (std::filesystem::space(dir).available < static_cast<uintmax_t>(4 * files.memory.on_disk))
     GTEST_SKIP() << dir << " has no room for GPT-2 XL's files";  // the next test covers that case
   ASSERT_TRUE(choice.fits) << choice.reason;
@@ -230,16 +242,16 @@ TEST(EstimateAuto, DoesNotOffloadToADirectoryWithoutRoom) {
   estimate::ModelShape huge = estimate::ModelShape::from_name("gpt2-xl");
   huge.parameters = int64_t{1} << 50;  // a petabyte of state per rank: no disk holds it
   const estimate::Workload w{.world = 1, .ranks_per_node = 1, .batch = 1, .seq = 16};
-  Config config = Config::from_yaml("fsdp_config:\n  fsdp_sharding_strategy: AUTO\n");
+  Config config = Config::from_yaml("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: AUTO\n");
   config.dist.fsdp.offload_dir = std::filesystem::temp_directory_path().string();
   const auto rows = strategy_estimates(huge, w, config);
-  const StrategyEstimate& files = rows.back();
+  const StrategyEstimate& files = files_row(rows);
   EXPECT_NE(files.plan.find("files in"), std::string::npos);
   EXPECT_NE(files.plan.find("free, has"), std::string::npos) << files.plan;
   EXPECT_FALSE(files.auto_order.has_value());
   EXPECT_NE(choose_auto(rows, 1).row.plan, files.plan);  // never AUTO's choice, even as the least
   config.dist.fsdp.offload_dir = "/no/such/directory";
-  EXPECT_NE(strategy_estimates(huge, w, config).back().plan.find("not usable"), std::string::npos);
+  EXPECT_NE(files_row(strategy_estimates(huge, w, config)).plan.find("not usable"), std::string::npos);
 }
 
 TEST(EstimateAuto, AccelerateResolvesAutoAndTrains) {

@@ -93,6 +93,16 @@ TEST(BuiltInSections, TheRunningStrategysSectionAnswersCore) {
   EXPECT_EQ(spmd.strategy_section()->name, "spmd_config");
   EXPECT_TRUE(strategy_answer(spmd, &OptionSection::full_checkpoints, false));
   EXPECT_EQ(strategy_answer(spmd, &OptionSection::memory_limit, int64_t{0}), 0);
+
+  // AUTO is the distributed_type's section's; a strategy no section configures gets the
+  // defaults, not FSDP's answers.
+  Config automatic = fsdp;
+  automatic.dist.strategy = "AUTO";
+  EXPECT_EQ(automatic.strategy_section()->name, "fsdp_config");
+  Config other = fsdp;
+  other.dist.strategy = "some_plugins_strategy";
+  EXPECT_EQ(other.strategy_section(), nullptr);
+  EXPECT_FALSE(strategy_answer(other, &OptionSection::deferred_init, false));
 }
 
 }  // namespace

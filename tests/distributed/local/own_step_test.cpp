@@ -62,6 +62,18 @@ TEST(OwnStep, GradientsArriveWithTheBackwardScaledAsTheLoss) {
   }
 }
 
+// A step with nothing to train (every parameter frozen) still gives a loss the user's loop can
+// call backward on.
+TEST(OwnStep, ALossWithoutParametersStillTakesABackward) {
+  auto model = std::make_shared<models::GPT2>(test::gpt2_micro(), 5);
+  for (auto& [_, p] : model->named_parameters()) p.set_requires_grad(false);
+  auto sharded = microbatched(model);
+  const Tensor loss = sharded->forward(batch(3)).loss;
+  EXPECT_TRUE(std::isfinite(loss.item()));
+  loss.backward();
+  for (const auto& [name, p] : sharded->named_parameters()) EXPECT_FALSE(p.grad().defined()) << name;
+}
+
 TEST(OwnStep, TrainsAsThePlainModelThroughTheUsersLoop) {
   auto plain = std::make_shared<models::GPT2>(test::gpt2_micro(), 5);
   auto sharded = microbatched(std::make_shared<models::GPT2>(test::gpt2_micro(), 5));

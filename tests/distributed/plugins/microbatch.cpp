@@ -3,6 +3,7 @@
 // backward run in turn, the gradients summed (weighted by the labels each microbatch holds, so
 // they are the whole batch's mean loss's). Its forward returns ShardedModel::own_step, so the
 // caller's loop (forward, loss.backward(), step) is the one of every strategy.
+#include <algorithm>
 #include <memory>
 
 #include "acc/autograd/engine.h"
@@ -42,15 +43,17 @@ class Microbatched : public acc::ShardedModel {
       if (p.requires_grad()) params.push_back(p);
     const Tensor labels = batch["labels"];
     const int64_t n = labels.size(0), half = (n + 1) / 2;
-    const double total = static_cast<double>(counted_labels(labels));
+    const double total = static_cast<double>(std::max<int64_t>(1, counted_labels(labels)));
     std::vector<Tensor> sum(params.size());
     double loss = 0;
     for (const auto& [begin, end] : {std::pair{int64_t{0}, half}, std::pair{half, n}}) {
       if (begin == end) continue;
       const acc::data::Batch micro = rows(batch, begin, end);
       const double weight = static_cast<double>(counted_labels(micro["labels"])) / total;
+      if (weight == 0) continue;  // no label counts here: nothing to add
       const Tensor micro_loss = module().forward(micro).loss;
       loss += weight * static_cast<double>(micro_loss.item());
+      if (params.empty()) continue;  // everything frozen: a loss, no gradients
       const auto grads = acc::autograd::grad(micro_loss, Tensor(), params);
       for (size_t i = 0; i < params.size(); ++i) {
         if (!grads[i].defined()) continue;
