@@ -118,7 +118,7 @@ Config estimated_config(const Options& o) {
   if (o.checkpointing) config.set("fsdp_config.fsdp_activation_checkpointing", "true");
   if (!o.offload_dir.empty()) {
     config.dist.fsdp.offload_dir = o.offload_dir;  // as given: not read as YAML
-    config.dist.strategy = "AUTO";
+    config.dist.strategy = kAutoStrategy;
   }
   return config;
 }

@@ -19,9 +19,6 @@ int auto_order(const Plan& plan) {
   }
 }
 
-// As acc::accelerate() decides whether to resolve AUTO.
-bool asks_for_auto(const Config& config) { return config.strategy_name() == "AUTO"; }
-
 }  // namespace
 
 std::string to_string(const Plan& plan) {
@@ -81,7 +78,7 @@ std::vector<StrategyEstimate> estimate_rows(ShardingStrategy setting, const esti
   // The hybrids differ from FULL_SHARD and SHARD_GRAD_OP only across nodes.
   if (is_hybrid(setting) && !(w.world > w.ranks_per_node && w.ranks_per_node > 1)) return {};
   // Under AUTO the directory is where AUTO may offload, last: the other rows keep it unused.
-  const bool offload_last = asks_for_auto(config) && !f.offload_dir.empty();
+  const bool offload_last = config.asks_for_auto() && !f.offload_dir.empty();
   const Plan plan{.strategy = setting,
                   .activation_checkpointing = f.activation_checkpointing,
                   .wrap_blocks = f.effective_wrap_policy() != WrapPolicy::NO_WRAP,

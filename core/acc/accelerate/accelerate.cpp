@@ -9,7 +9,7 @@ namespace acc {
 std::unique_ptr<Strategy> make_strategy(const Config& config) {
   config.validate();
   const std::string name = config.strategy_name();
-  ACC_CHECK(name != "AUTO", "fsdp_sharding_strategy AUTO is resolved by acc::accelerate(), which knows the model "
+  ACC_CHECK(name != kAutoStrategy, "fsdp_sharding_strategy AUTO is resolved by acc::accelerate(), which knows the model "
             "and the batch; make_strategy needs a concrete strategy");
   std::unique_ptr<Strategy> strategy = plugin::Registry::global().make_strategy(name);
   strategy->setup(world_ptr(), topology(), config);

@@ -12,8 +12,6 @@ namespace acc {
 
 namespace {
 
-constexpr const char* kAuto = "AUTO";
-
 // Tokens per sample, from the dataset's first sample (0 when it holds no token ids).
 int64_t sequence_length(const data::DataLoader& loader) {
   if (loader.dataset().size() == 0) return 0;
@@ -70,13 +68,13 @@ int64_t auto_memory_limit(const Config& config, int ranks_per_node) {
 }
 
 Config apply_auto_choice(Config config, const StrategyEstimate& row) {
-  if (config.dist.strategy == kAuto) config.dist.strategy.clear();  // the row's settings name it
+  if (config.dist.strategy == kAutoStrategy) config.dist.strategy.clear();  // the row's settings name it
   for (const auto& [key, value] : row.settings) config.set(key, value);
   return config;
 }
 
 Config resolve_auto_strategy(Config config, const models::Model& model, const data::DataLoader& loader) {
-  if (config.strategy_name() != kAuto) return config;
+  if (!config.asks_for_auto()) return config;
   const dist::Topology& t = topology();
   const estimate::Workload w{.world = t.world_size,
                              .ranks_per_node = t.local_size,

@@ -111,7 +111,7 @@ std::shared_ptr<const OptionSection> Config::strategy_section() const {
   for (const auto& section : sections) {
     if (!section->strategy_of) continue;
     const auto named = section->strategy_of(*this);
-    if (named && (dist.strategy.empty() || dist.strategy == "AUTO" || *named == dist.strategy)) return section;
+    if (named && (dist.strategy.empty() || dist.strategy == kAutoStrategy || *named == dist.strategy)) return section;
   }
   return nullptr;
 }

@@ -80,6 +80,10 @@ StateDictType parse_state_dict_type(const std::string& value, const std::string&
 template <class E>
 std::vector<std::string> spellings();
 
+// The strategy name that asks acc::accelerate() to choose one for the model and batch
+// (`strategy: AUTO`, or `fsdp_sharding_strategy: AUTO`): accelerate/auto_strategy.h.
+inline constexpr const char* kAutoStrategy = "AUTO";
+
 // The plugin section called `name` (the plugin registry loads plugins to find it), or null.
 std::shared_ptr<const OptionSection> find_option_section(const std::string& name);
 // Every section of every plugin in the search folders (loading them first); none without a
@@ -216,6 +220,9 @@ struct Config {
   // plain run is NO_SHARD on its ranks) and FSDP -> the sharding strategy's name
   // ("FULL_SHARD", ...), the SPMD plugin's SPMD -> "SPMD".
   std::string strategy_name() const;
+  // Whether the config asks acc::accelerate() to choose the strategy (AUTO): strategy_name()
+  // is kAutoStrategy.
+  bool asks_for_auto() const { return strategy_name() == kAutoStrategy; }
   // The section of the strategy the config runs: the one listing dist.strategy among its
   // `strategies`, else the one whose strategy_of names that strategy (any, when dist.strategy
   // is empty or AUTO); null when none does (a strategy without a section, no plugin found).
