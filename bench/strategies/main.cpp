@@ -5,12 +5,13 @@
 //   bench_strategies [--model small|tiny] [--batch 8] [--seq 512] [--steps 2]
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
-//                    [--cases strategies,prefetch,checkpointing,offload,spmd (default all)]
+//                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default all)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
 // forward and backward prefetch against the single process (target >= 0.95x), with its
-// communication per step, exposed and in all; FULL_SHARD with fsdp_offload_params (compute
+// communication per step, exposed and in all; FULL_SHARD's gradient bucket sizes with their
+// reduce-scatters per step; FULL_SHARD with fsdp_offload_params (compute
 // tier's peak against FULL_SHARD's whole peak) and with fsdp_offload_dir (peak resident memory
 // per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state).
 // With --rss-budget only the model that should not fit is run (medium.sh: GPT-2 medium on 4
@@ -52,6 +53,7 @@ struct Result {
   int64_t resident_before = 0;  // VmRSS before the case: the runtime's own
   int64_t optimizer_state = 0;  // this rank's AdamW state, bytes
   double node_mb = 0, cross_node_mb = 0;  // per step, this rank's collectives (dist::traffic)
+  double reduce_scatters = 0;             // per step, this rank's calls
 };
 
 double profiled_seconds(const char* name) {
@@ -94,7 +96,8 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
           profiled_seconds("comm.collective") / n, profiled_seconds("comm.wait") / n,
           memory::peak_resident_bytes() - resident_before, resident_before, state,
           static_cast<double>(sent.total_bytes(dist::Span::node)) / 1e6 / n,
-          static_cast<double>(sent.total_bytes(dist::Span::cross_node)) / 1e6 / n};
+          static_cast<double>(sent.total_bytes(dist::Span::cross_node)) / 1e6 / n,
+          static_cast<double>(sent.calls_of(dist::TrafficKind::reduce_scatter)) / n};
 }
 
 Config fsdp_config(const std::string& strategy, bool bf16) {
@@ -228,6 +231,28 @@ struct Bench {
     }
   }
 
+  // FULL_SHARD's gradient bucket sizes (fsdp_bucket_mb; 0: a unit's whole gradient in one):
+  // tokens/s against the single process, reduce-scatters per step, exposed communication.
+  void bucket_rows(bool bf16, double baseline) {
+    for (const double mb : {0.25, 4.0, 25.0, 0.0}) {
+      Config config = fsdp_config("FULL_SHARD", bf16);
+      config.dist.fsdp.bucket_mb = mb;
+      const Result p = run(config);
+      char setting[64];
+      std::snprintf(setting, sizeof setting, "FULL_SHARD fsdp_bucket_mb=%g %s", mb, bf16 ? "bf16" : "f32");
+      const std::string label = setting;
+      rows.push_back({label + " tokens/s", "tok/s", p.tokens_per_s, baseline, "one process, 2 threads", 0});
+      rows.push_back({label + " reduce-scatters/step", "calls", p.reduce_scatters, 0, "", 0});
+      rows.push_back({label + " exposed comm/step", "ms", 1e3 * p.exposed_comm_s, 1e3 * p.comm_s,
+                      "all comm/step", 0});
+      if (world().rank() == 0)
+        std::printf("%s: %.1f tokens/s, %.0f reduce-scatters/step, communication %.0f ms/step of which "
+                    "exposed %.0f ms\n",
+                    label.c_str(), p.tokens_per_s, p.reduce_scatters, 1e3 * p.comm_s, 1e3 * p.exposed_comm_s);
+      std::fflush(stdout);
+    }
+  }
+
   // FULL_SHARD with activation checkpointing, against FULL_SHARD without it.
   void checkpointing_rows(bool bf16, const Result& full_shard) {
     Config config = fsdp_config("FULL_SHARD", bf16);
@@ -308,12 +333,12 @@ struct Bench {
 
 // --cases: which groups of rows to run (an A/B of one setting need not wait for the others).
 std::set<std::string> parse_cases(const std::string& list) {
-  const std::set<std::string> known{"strategies", "prefetch", "checkpointing", "offload", "spmd"};
+  const std::set<std::string> known{"strategies", "prefetch", "buckets", "checkpointing", "offload", "spmd"};
   std::set<std::string> cases;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
     ACC_CHECK(known.count(item), "--cases: unknown case '", item,
-              "'; expected a comma-separated list of strategies, prefetch, checkpointing, offload, spmd");
+              "'; expected a comma-separated list of strategies, prefetch, buckets, checkpointing, offload, spmd");
     cases.insert(item);
   }
   return cases;
@@ -329,7 +354,7 @@ int run(int argc, char** argv) {
                                                               : "bench/results/strategies.json");
   const std::string offload_dir = args.get("offload-dir", "bench/results/offload");
   const double budget_mb = args.get_double("rss-budget", 0);
-  const auto cases = parse_cases(args.get("cases", "strategies,prefetch,checkpointing,offload,spmd"));
+  const auto cases = parse_cases(args.get("cases", "strategies,prefetch,buckets,checkpointing,offload,spmd"));
   args.finish();
   std::filesystem::create_directories(offload_dir);
   models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
@@ -360,6 +385,7 @@ int run(int argc, char** argv) {
     const Result full_shard = b.strategy_rows(strategies, bf16, baseline);
     if (single) continue;
     if (cases.count("prefetch")) b.prefetch_rows(bf16, baseline);
+    if (cases.count("buckets")) b.bucket_rows(bf16, baseline);
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
     if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);

@@ -4,6 +4,7 @@
 // (option_section.h, OptionSpec::store and load). bind(spec, &DistConfig::fsdp,
 // &FsdpConfig::size) stores the key's checked text into that field and loads it back; a key
 // with its own rules (an enum, a key written only when set) replaces store or load after.
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -28,6 +29,8 @@ OptionSpec bind(OptionSpec spec, Section DistConfig::*section, T Section::*membe
       field = boolean_of(text).value_or(false);
     } else if constexpr (std::is_integral_v<T>) {
       field = text.empty() ? T{} : static_cast<T>(std::stoll(text));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      field = text.empty() ? T{} : static_cast<T>(std::stod(text));
     } else if constexpr (std::is_same_v<T, std::string>) {
       field = text;
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -44,6 +47,10 @@ OptionSpec bind(OptionSpec spec, Section DistConfig::*section, T Section::*membe
       return field ? "true" : "false";
     } else if constexpr (std::is_integral_v<T>) {
       return std::to_string(field);
+    } else if constexpr (std::is_floating_point_v<T>) {  // in the number type's canonical form
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", static_cast<double>(field));
+      return OptionSpec{.type = OptionType::number}.checked(text, "");
     } else if constexpr (std::is_same_v<T, std::string>) {
       return field;
     } else {

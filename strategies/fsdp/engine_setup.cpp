@@ -66,7 +66,8 @@ EngineOptions engine_options(const Config& config, const models::Model& model, E
                        .forward_prefetch = fsdp.forward_prefetch,
                        .backward_prefetch = fsdp.backward_prefetch,
                        .offload_tier = offload_tier(fsdp, model, layout.shard_size),
-                       .vocab_parallel = fsdp.vocab_parallel};
+                       .vocab_parallel = fsdp.vocab_parallel,
+                       .bucket_bytes = static_cast<int64_t>(fsdp.bucket_mb * (1 << 20))};
 }
 
 }  // namespace acc::fsdp

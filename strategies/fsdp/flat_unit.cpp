@@ -24,13 +24,20 @@ Tensor new_buffer(int64_t numel, DType dtype, memory::Category category,
   return Tensor::zeros({numel}, dtype);
 }
 
+// A bucket's gradient, assembled when it is reduced: every element is written before it is
+// read, so left unset. Counted with the activations, as the gradients autograd makes (which it
+// replaces) are: the shard's gradient, the `gradients` category, never grows during a step.
+Tensor bucket_buffer(int64_t numel) {
+  memory::CategoryScope scope(memory::Category::activations);
+  return Tensor::empty({numel});
+}
+
 }  // namespace
 
 FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-                   DType compute_dtype, bool reduce_bf16, memory::Tier state_tier, int64_t row_numel)
-    : name_(std::move(name)), groups_(std::move(groups)), compute_dtype_(compute_dtype),
-      reduce_bf16_(reduce_bf16), state_tier_(state_tier) {
+                   Options options)
+    : name_(std::move(name)), groups_(std::move(groups)), options_(options) {
   // Trainable parameters first, frozen ones after: gradients then only need the flat prefix
   // [0, trainable_numel_), and a frozen parameter costs no gradient memory on any rank.
   std::vector<size_t> order(params.size());
@@ -48,11 +55,11 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
   }
   const int64_t ranks = groups_.shard->size();
   const int64_t per_rank = (numel + ranks - 1) / ranks;
-  const int64_t align = row_numel > 0 ? std::lcm(kShardAlign, row_numel) : kShardAlign;
+  const int64_t align = options_.row_numel > 0 ? std::lcm(kShardAlign, options_.row_numel) : kShardAlign;
   shard_ = std::max<int64_t>(align, (per_rank + align - 1) / align * align);
 
   autograd::NoGradGuard no_grad;
-  master_ = new_buffer(shard_, DType::f32, memory::Category::parameters, state_tier_);
+  master_ = new_buffer(shard_, DType::f32, memory::Category::parameters, options_.state_tier);
   float* dst = master_.data<float>();
   for (size_t k = 0; k < slots_.size(); ++k) {
     const Part part = local_part(slots_[k]);
@@ -65,14 +72,15 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
     else
       std::copy_n(p.data<float>() + first, part.count, to);
   }
-  compute_ = compute_dtype_ == DType::f32
+  const DType compute_dtype = options_.compute_dtype;
+  compute_ = compute_dtype == DType::f32
                  ? master_
-                 : new_buffer(shard_, compute_dtype_, memory::Category::parameters, shard_tier());
-  if (compute_dtype_ != DType::f32) compute_.copy_(master_);
+                 : new_buffer(shard_, compute_dtype, memory::Category::parameters, shard_tier());
+  if (compute_dtype != DType::f32) compute_.copy_(master_);
   full_ = compute_;
   if (sharded()) {
     memory::CategoryScope scope(memory::Category::parameters);
-    full_ = Tensor::unallocated({shard_ * ranks}, compute_dtype_);  // gather() fills it
+    full_ = Tensor::unallocated({shard_ * ranks}, compute_dtype);  // gather() fills it
   }
   for (auto& slot : slots_) {
     root.set_parameter(slot.name, full_.slice_flat(slot.offset, slot.shape));
@@ -80,12 +88,29 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
     trainable_ += slot.view.requires_grad();
   }
   page_out(master_);
+  const int64_t bucket = options_.bucket_numel > 0 ? options_.bucket_numel : std::max<int64_t>(trainable_numel_, 1);
+  for (int64_t begin = 0; begin < trainable_numel_; begin += bucket)
+    buckets_.push_back(Bucket{.begin = begin, .end = std::min(begin + bucket, trainable_numel_)});
+  for (const auto& slot : slots_) {
+    if (!slot.view.requires_grad() || shape_numel(slot.shape) == 0) continue;
+    const auto [first, last] = buckets_of(slot);
+    for (size_t k = first; k <= last; ++k) ++buckets_[k].needed;
+  }
+  slot_arrived_.assign(slots_.size(), false);
+  slot_grads_.assign(slots_.size(), Tensor());
+}
+
+std::pair<size_t, size_t> FlatUnit::buckets_of(const Slot& slot) const {
+  const int64_t bucket = buckets_.front().end - buckets_.front().begin;
+  return {static_cast<size_t>(slot.offset / bucket),
+          static_cast<size_t>((slot.offset + shape_numel(slot.shape) - 1) / bucket)};
 }
 
 memory::Tier FlatUnit::shard_tier() const {
   // Files hold what the optimizer alone reads; what every step's communication touches (the
   // reduced gradient, the bf16 shard the all-gather sends) stays in host memory.
-  return state_tier_ == memory::Tier::file ? memory::Tier::offload : state_tier_;
+  const memory::Tier state = options_.state_tier;
+  return state == memory::Tier::file ? memory::Tier::offload : state;
 }
 
 int64_t FlatUnit::shard_begin() const { return groups_.shard->rank() * shard_; }
@@ -143,40 +168,108 @@ void FlatUnit::begin_pass(bool accumulate, bool sync) {
   accumulate_ = accumulate;
   arrived_ = 0;
   local_parts_ = 0;
+  std::fill(slot_arrived_.begin(), slot_arrived_.end(), false);
+  for (auto& g : slot_grads_) g = Tensor();
+  for (auto& b : buckets_) {
+    b.arrived = 0;
+    b.reduced = false;
+  }
   if (!sync) return;
   if (!grad_.defined())
     grad_ = new_buffer(grad_numel(), DType::f32, memory::Category::gradients, shard_tier());
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 
-std::optional<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tensor& grad) {
+std::vector<FlatUnit::Reduction> FlatUnit::take_gradient(size_t i, const Tensor& grad) {
   ACC_CHECK(pass_ != Pass::idle, "FSDP unit '", name_, "': a gradient arrived outside a backward pass");
   autograd::NoGradGuard no_grad;
   const Slot& slot = slots_[i];
   const int64_t numel = shape_numel(slot.shape);
   Tensor flat = grad.view({numel});
-  const bool sync = pass_ == Pass::reducing;
-  if (!sync && !local_.defined())
+  if (pass_ == Pass::summing && !local_.defined())
     local_ = new_buffer(trainable_numel_, DType::f32, memory::Category::gradients);
-  if (local_.defined()) {  // no_sync passes summed gradients here: add this one
-    Tensor summed = local_.slice_flat(slot.offset, {numel});
-    autograd::add_into(summed, flat);
-    if (!sync) return std::nullopt;
-    flat = summed;
+  if (local_.defined()) {  // no_sync passes sum here; a syncing pass then reduces the sums
+    autograd::add_into(local_.slice_flat(slot.offset, {numel}), flat);
+    if (pass_ == Pass::summing) return {};
+    flat = local_.slice_flat(slot.offset, {numel});
   }
-  // The ranks' parts of the slot, in rank order, tile it: the counts of a reduce_scatter_v.
+  slot_arrived_[i] = true;
+  std::vector<Reduction> reductions;
+  if (numel == 0) return reductions;
+  if (!communicates()) {  // one rank: the gradient is the shard's, no bucket
+    Tensor target = grad_.slice_flat(slot.offset, {numel});
+    if (accumulate_)
+      autograd::add_into(target, flat);
+    else
+      target.copy_(flat);
+    return reductions;
+  }
+  slot_grads_[i] = flat;  // kept (not copied) until its buckets are reduced
+  const auto [first, last] = buckets_of(slot);
+  for (size_t k = first; k <= last; ++k)
+    if (++buckets_[k].arrived == buckets_[k].needed)
+      if (auto r = reduce_bucket(k)) reductions.push_back(std::move(*r));
+  return reductions;
+}
+
+std::vector<FlatUnit::Reduction> FlatUnit::reduce_open_buckets() {
+  std::vector<Reduction> reductions;
+  if (pass_ != Pass::reducing) return reductions;
+  autograd::NoGradGuard no_grad;
+  if (!communicates()) {  // the shard's gradient took what arrived; a no_sync sum joins it
+    if (local_.defined())
+      for (size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].view.requires_grad() && !slot_arrived_[i]) {
+          const int64_t numel = shape_numel(slots_[i].shape);
+          autograd::add_into(grad_.slice_flat(slots_[i].offset, {numel}), local_.slice_flat(slots_[i].offset, {numel}));
+        }
+    return reductions;
+  }
+  // Untouched buckets send nothing, unless no_sync passes summed gradients for them.
+  for (size_t k = 0; k < buckets_.size(); ++k)
+    if (!buckets_[k].reduced && (buckets_[k].arrived > 0 || local_.defined()))
+      if (auto r = reduce_bucket(k)) reductions.push_back(std::move(*r));
+  return reductions;
+}
+
+std::optional<FlatUnit::Reduction> FlatUnit::reduce_bucket(size_t k) {
+  Bucket& b = buckets_[k];
+  b.reduced = true;
+  Tensor held;
+  if (local_.defined()) {  // the sums are in place already
+    held = local_.slice_flat(b.begin, {b.end - b.begin});
+  } else {  // the arrived gradients' overlaps, and zeros for those that did not arrive
+    held = bucket_buffer(b.end - b.begin);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& slot = slots_[i];
+      const int64_t lo = std::max(b.begin, slot.offset), hi = std::min(b.end, slot.offset + shape_numel(slot.shape));
+      if (lo >= hi || !slot.view.requires_grad()) continue;
+      Tensor part = held.slice_flat(lo - b.begin, {hi - lo});
+      if (slot_grads_[i].defined())
+        part.copy_(slot_grads_[i].slice_flat(lo - slot.offset, {hi - lo}));
+      else
+        part.zero_();
+      const auto [first, last] = buckets_of(slot);
+      bool spent = true;  // every bucket the slot overlaps has its part now
+      for (size_t j = first; j <= last; ++j) spent = spent && buckets_[j].reduced;
+      if (spent) slot_grads_[i] = Tensor();
+    }
+  }
+  // The ranks' parts of the bucket, in rank order, tile it: the counts of a reduce_scatter_v.
   std::vector<int64_t> counts(static_cast<size_t>(groups_.shard->size()));
-  for (size_t k = 0; k < counts.size(); ++k) counts[k] = part_of(slot, static_cast<int>(k)).count;
-  const Part mine = local_part(slot);
+  for (size_t r = 0; r < counts.size(); ++r) {
+    const int64_t lo = std::max(b.begin, static_cast<int64_t>(r) * shard_);
+    const int64_t hi = std::min(b.end, static_cast<int64_t>(r + 1) * shard_);
+    counts[r] = std::max<int64_t>(hi - lo, 0);
+  }
+  const int64_t mine = counts[static_cast<size_t>(groups_.shard->rank())];
   Reduction r;
-  r.held_ = flat;
-  r.target_ = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
+  r.held_ = held;
+  r.target_ = grad_.slice_flat(mine ? std::max(b.begin, shard_begin()) - shard_begin() : 0, {mine});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
-  r.reduced_ = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : r.target_;
-  // Named by parameter: a parameter with a gradient on some ranks only is then named by the
-  // collective order check (its reduction meets another parameter's on the other ranks).
-  activity::Unit parameter(slot.name, "parameter");
-  return issue(std::move(r), flat, sharded() ? counts : std::vector<int64_t>{});
+  r.reduced_ = accumulate_ ? new_buffer(mine, DType::f32, memory::Category::gradients) : r.target_;
+  activity::Unit unit(name_);
+  return issue(std::move(r), held, sharded() ? counts : std::vector<int64_t>{});
 }
 
 std::optional<FlatUnit::Reduction> FlatUnit::take_local_gradient(const Tensor& part) {
@@ -210,7 +303,7 @@ std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& fl
   // reduce-scatter is exact in bf16, so the all-reduce sees the same values either way).
   const bool scatter = !scatter_counts.empty();
   const bool replicated = groups_.replicate->size() > 1;
-  if (reduce_bf16_ && (scatter || replicated))
+  if (options_.reduce_bf16 && (scatter || replicated))
     r.wire_ = new_buffer(r.reduced_.numel(), DType::bf16, memory::Category::communication);
   Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;
   if (scatter)
@@ -226,6 +319,8 @@ std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& fl
   }
   return r;
 }
+
+bool FlatUnit::communicates() const { return sharded() || groups_.replicate->size() > 1; }
 
 int64_t FlatUnit::grad_numel() const {
   // None when this rank's shard holds frozen parameters (or padding) only.
@@ -244,6 +339,7 @@ bool FlatUnit::slot_done() { return ++arrived_ == trainable_; }
 
 void FlatUnit::end_pass() {
   if (pass_ == Pass::reducing) local_ = Tensor();  // reduced: the local sum is spent
+  for (auto& g : slot_grads_) g = Tensor();  // an interrupted backward's: never sent
   pass_ = Pass::idle;
 }
 

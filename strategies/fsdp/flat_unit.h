@@ -47,16 +47,24 @@ class FlatUnit {
     Tensor view;       // the model's parameter now: a view into `full`
   };
 
+  // How a unit keeps and communicates its shard.
+  struct Options {
+    DType compute_dtype = DType::f32;
+    // Gradients cross the wire in bf16 (fsdp_reduce_dtype: bf16): half the bytes; the reduce
+    // kernels still sum in f32 and round once.
+    bool reduce_bf16 = false;
+    memory::Tier state_tier = memory::Tier::compute;  // the master shard's
+    // > 0: every shard is a whole number of rows this long: a unit of one [V, C] parameter
+    // split by rows (the vocabulary-parallel embedding and head).
+    int64_t row_numel = 0;
+    // Elements of gradient one reduction carries at most (fsdp_bucket_mb); 0: the whole unit.
+    int64_t bucket_numel = 0;
+  };
+
   // Takes `params` (qualified names in `root`) out of the model: copies this rank's part of
   // their values into the master shard and puts views into the gathered buffer in their place.
-  // With `reduce_bf16` gradients cross the wire in bf16 (fsdp_reduce_dtype: bf16): half the
-  // bytes; the reduce kernels still sum in f32 and round once.
-  // With `row_numel` > 0 every shard is a whole number of rows that long: a unit of one [V, C]
-  // parameter split by rows (the vocabulary-parallel embedding and head).
   FlatUnit(std::string name, nn::Module& root,
-           const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
-           DType compute_dtype, bool reduce_bf16 = false,
-           memory::Tier state_tier = memory::Tier::compute, int64_t row_numel = 0);
+           const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups, Options options);
 
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
@@ -94,21 +102,25 @@ class FlatUnit {
   void write_back();
 
   // --- gradients ---
-  // Each parameter's gradient of a pass is reduced as soon as it is complete, straight from
-  // autograd into this rank's part of `grad`: no unit-sized gradient buffer exists.
+  // Gradients are reduced in buckets: consecutive ranges of the unit's trainable prefix, each
+  // at most Options::bucket_numel long. A bucket is reduced, in one collective, as soon as
+  // autograd has completed the gradient of every parameter overlapping it: the gradients are
+  // kept until then and copied into a bucket-sized buffer for the reduction. So a unit of many
+  // small parameters costs one reduction, not one per parameter. (One rank communicates
+  // nothing: the gradients go straight into the shard's.)
   // begin_pass runs at the first gradient of a pass; with `accumulate` the reduced gradients
   // are added to what the optimizer kept, else they replace it. A pass without `sync`
-  // (no_sync) only sums the gradients into a local unit-sized buffer, which the next syncing
-  // pass reduces together with its own and frees.
+  // (no_sync) only sums the gradients into a local unit-sized buffer, whose ranges the next
+  // syncing pass reduces as its buckets (with its own gradients added) and then frees.
   //   idle      between passes
   //   summing   a no_sync pass: gradients summed locally, nothing sent
-  //   reducing  gradients reduce-scattered into the shards as they arrive
+  //   reducing  gradients reduce-scattered into the shards bucket by bucket
   enum class Pass { idle, summing, reducing };
   Pass pass() const { return pass_; }
   void begin_pass(bool accumulate, bool sync);
-  // A slot's gradient reduction in flight: its collectives were issued and run while the rank
-  // goes on; land() waits for them and puts the result in the shard's gradient (converting from
-  // the bf16 wire, adding to kept gradients). Until then it holds the slot's whole gradient.
+  // A bucket's reduction in flight: its collectives were issued and run while the rank goes
+  // on; land() waits for them and puts the result in the shard's gradient (converting from
+  // the bf16 wire, adding to kept gradients). Until then it holds the bucket's gradient.
   class Reduction {
    public:
     int64_t held_bytes() const { return held_.nbytes(); }
@@ -119,11 +131,16 @@ class FlatUnit {
     std::vector<std::shared_ptr<dist::Work>> works_;
     Tensor held_, wire_, reduced_, target_;
   };
-  // Slot i's gradient: summed locally (no sync), or (with what no_sync passes summed)
-  // reduce-scattered (average) over the shard group into this rank's part, then all-reduced
-  // (average) over the replicate group. Returns the reduction in flight; none when there was
-  // nothing to communicate.
-  std::optional<Reduction> take_gradient(size_t i, const Tensor& grad);
+  // Slot i's gradient: summed locally (no sync), or put into its buckets. Returns the
+  // reductions of the buckets it completed: reduce-scattered (average) over the shard group
+  // into this rank's part, then all-reduced (average) over the replicate group. Buckets whose
+  // collectives had nothing to communicate (one rank) have landed already.
+  std::vector<Reduction> take_gradient(size_t i, const Tensor& grad);
+  // At the end of a backward in which some trainable parameters got no gradient (a branch
+  // not taken): the buckets still open, with those parameters' gradients as zero (or as
+  // no_sync passes summed them). Every rank calls it at the same point, so ranks whose
+  // branches differ within a unit still issue the same reductions.
+  std::vector<Reduction> reduce_open_buckets();
   // A gradient already reduced over the shard group: this rank's part of the trainable prefix
   // (f32), as the vocabulary-parallel ops make it. It may come several times a pass (a tied
   // weight's uses), each added to the pass's sum; only replicas (hybrid) still average it.
@@ -137,18 +154,31 @@ class FlatUnit {
  private:
   std::string name_;
   UnitGroups groups_;
-  DType compute_dtype_;
-  bool reduce_bf16_;
-  memory::Tier state_tier_;  // master's
+  Options options_;
   memory::Tier shard_tier() const;  // grad's and a separate compute shard's
   std::vector<Slot> slots_;
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;
   std::shared_ptr<dist::Work> gathering_;  // start_gather()'s all-gather, until waited for
   void wait_for_gather();  // no-op when none is in flight
-  Tensor local_;  // f32 [padded]: gradients summed by no_sync passes, not yet reduced
+  Tensor local_;  // f32 [trainable prefix]: gradients summed by no_sync passes, not yet reduced
   Tensor local_part_;  // f32 [this rank's part]: take_local_gradient's no_sync sum
   int64_t grad_numel() const;  // this rank's part of the trainable prefix
+  bool communicates() const;  // more than this rank shards or replicates the unit
+  // [begin, end) of the trainable prefix: reduced once the `needed` trainable slots
+  // overlapping it have all `arrived` this pass.
+  struct Bucket {
+    int64_t begin = 0, end = 0;
+    int needed = 0, arrived = 0;
+    bool reduced = false;
+  };
+  std::vector<Bucket> buckets_;
+  std::vector<bool> slot_arrived_;  // this pass
+  // This pass's gradient of each slot (or its no_sync sum in local_), until every bucket it
+  // overlaps has been reduced: a bucket is assembled only when it is reduced.
+  std::vector<Tensor> slot_grads_;
+  std::pair<size_t, size_t> buckets_of(const Slot& slot) const;  // [first, last] overlapped
+  std::optional<Reduction> reduce_bucket(size_t k);
   // Issues r's collectives over `flat`, a pass's gradient of r's target: the reduce-scatter
   // over the shard group (with its counts; none when empty), then the replicas' average.
   // Returns r in flight, or none when there was nothing to communicate (it has landed).

@@ -23,9 +23,12 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
   for (auto& plan : plans) {
     units_.push_back(std::make_unique<FlatUnit>(
         plan.name.empty() ? "<root>" : plan.name, this->module(), plan.params,
-        plan.replicated ? options_.replicated_groups : options_.groups, options_.compute_dtype,
-        options_.reduce_bf16, plan.replicated ? memory::Tier::compute : options_.offload_tier,
-        plan.row_numel));
+        plan.replicated ? options_.replicated_groups : options_.groups,
+        FlatUnit::Options{.compute_dtype = options_.compute_dtype,
+                          .reduce_bf16 = options_.reduce_bf16,
+                          .state_tier = plan.replicated ? memory::Tier::compute : options_.offload_tier,
+                          .row_numel = plan.row_numel,
+                          .bucket_numel = options_.bucket_bytes > 0 ? std::max<int64_t>(options_.bucket_bytes / 4, 1) : 0}));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);
   }
@@ -134,7 +137,7 @@ void FsdpModel::hook_unit(size_t u) {
     if (!view.requires_grad()) continue;
     hooks_.push_back(autograd::set_gradient_sink(view, [this, u, i](const Tensor& grad) {
       first_gradient(u);
-      if (auto reduction = units_[u]->take_gradient(i, grad)) reduce(std::move(*reduction));
+      for (auto& reduction : units_[u]->take_gradient(i, grad)) reduce(std::move(reduction));
     }));
     hooks_.push_back(autograd::register_post_accumulate_hook(view, [this, u](Tensor&) {
       if (units_[u]->slot_done()) unit_backward_done(u);
@@ -233,6 +236,7 @@ void FsdpModel::point_piece_grads(size_t u) {
 
 void FsdpModel::unit_backward_done(size_t u) {
   const bool synced = units_[u]->pass() == FlatUnit::Pass::reducing;
+  for (auto& reduction : units_[u]->reduce_open_buckets()) reduce(std::move(reduction));
   units_[u]->end_pass();
   if (synced) point_piece_grads(u);  // a no_sync pass leaves the shards' gradients as they were
   if (u + 1 < units_.size()) {

@@ -54,6 +54,9 @@ struct EngineOptions {
   // in training; vocab_parallel.h moves the activations instead. Shard groups of one rank, and
   // models that name no token embedding, gather them as before.
   bool vocab_parallel = false;
+  // fsdp_bucket_mb: bytes of f32 gradient one reduction carries at most (FlatUnit::Options::
+  // bucket_numel); 0: a unit's whole gradient.
+  int64_t bucket_bytes = 0;
 };
 
 class FsdpModel final : public ShardedModel {

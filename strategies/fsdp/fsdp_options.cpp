@@ -46,6 +46,7 @@ OptionSpec unless(OptionSpec spec, T FsdpConfig::*member, T unset) {
 void check(const Config& c) {
   const FsdpConfig& f = c.dist.fsdp;
   ACC_CHECK(f.size >= 0, "fsdp_config.fsdp_size: must be >= 0 (got ", f.size, ")");
+  ACC_CHECK(f.bucket_mb >= 0, "fsdp_config.fsdp_bucket_mb: must be >= 0 (got ", f.bucket_mb, ")");
   ACC_CHECK(f.min_num_params >= 0, "fsdp_config.fsdp_min_num_params: must be >= 0 (got ", f.min_num_params, ")");
   ACC_CHECK(f.wrap_fn || f.effective_wrap_policy() != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
             "fsdp_config.fsdp_min_num_params: SIZE_BASED_WRAP needs a value > 0");
@@ -223,6 +224,11 @@ OptionSection option_section() {
                          &FsdpConfig::vocab_parallel),
                      &FsdpConfig::vocab_parallel, true),
               memory_limit,
+              unless(key({.key = "fsdp_bucket_mb", .type = T::number, .default_value = "25", .min = 0,
+                          .help = "MiB of f32 gradient one reduction carries at most: a unit's parameters "
+                                  "are reduced together in buckets this size (0: each unit's in one)"},
+                         &FsdpConfig::bucket_mb),
+                     &FsdpConfig::bucket_mb, FsdpConfig{}.bucket_mb),
               version,
           },
       .check_config = check,

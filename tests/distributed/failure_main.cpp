@@ -11,9 +11,10 @@
 //          timeout is far longer, so a hang cannot pass).
 //   busy:  every rank prints "rank R pid P" and then all-reduces forever, as training does; a
 //          test stops one rank from outside (kill -STOP) and times how fast the job ends.
-//   partial_gradient: FULL_SHARD training where a layer only the last rank calls (a data-
-//          dependent branch) gets a gradient there and none on the others: the error must name
-//          the parameters whose reductions met, within 1 s.
+//   partial_gradient: FULL_SHARD training where a unit only the last rank calls (a data-
+//          dependent branch): the error must name the units whose collectives met, within 1 s.
+//          (A branch inside a unit is no error: its gradient counts as zero where not taken;
+//          tests/distributed/fsdp/bucket_test.cpp.)
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -107,6 +108,7 @@ class Ones final : public acc::data::Dataset {
 void partial_gradient(acc::dist::ProcessGroup& world) {
   acc::Config config;
   config.dist.distributed_type = acc::DistributedType::FSDP;
+  config.dist.fsdp.wrap_layer_cls = {"Linear"};  // each layer a unit
   acc::data::DataLoader all(std::make_shared<Ones>(), {.batch_size = 2 * world.size()});
   auto [sharded, loader] =
       acc::accelerate(std::make_shared<Branching>(world.rank() == world.size() - 1), all, config);

@@ -139,6 +139,9 @@ struct FsdpConfig {
   // Bytes one rank may use, AUTO's budget (fsdp_memory_limit: 8GiB); 0 = the rank's share of
   // the machine's physical memory.
   int64_t memory_limit = 0;
+  // MiB of f32 gradient one reduction carries at most (fsdp_bucket_mb, acc's key): a unit's
+  // parameters are reduced together in buckets this size; 0 = each unit's in one.
+  double bucket_mb = 25;
 
   // The policy that applies after the defaults above.
   WrapPolicy effective_wrap_policy() const;

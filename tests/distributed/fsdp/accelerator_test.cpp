@@ -1,6 +1,7 @@
 // acc::Accelerator: Hugging Face style over the same engine. Accumulating k micro-batches
 // before each step (all but the last inside no_sync, uncommunicated) equals one process
-// stepping on the k micro-batches joined.
+// stepping on the k micro-batches joined, with the default gradient buckets (one per unit here)
+// and with 16 KiB ones that split parameters.
 #include <gtest/gtest.h>
 
 #include "fsdp_fixtures.h"
@@ -9,10 +10,13 @@
 namespace acc::test {
 namespace {
 
-TEST(Accelerator, AccumulationEqualsOneProcessOnTheJoinedBatch) {
+class Accumulation : public ::testing::TestWithParam<double> {};
+
+TEST_P(Accumulation, EqualsOneProcessOnTheJoinedBatch) {
   constexpr int kMicro = 2, kSteps = 2;
   constexpr int64_t kMicroBatch = 4;
-  const Config config = strategy_config("FULL_SHARD", "gpt2");
+  Config config = strategy_config("FULL_SHARD", "gpt2");
+  config.dist.fsdp.bucket_mb = GetParam();
   Accelerator accelerator({.config = config, .gradient_accumulation_steps = kMicro});
   data::DataLoader loader(make_dataset("gpt2", kSteps * kMicro * kMicroBatch),
                           {.batch_size = kMicroBatch, .prefetch = 0});
@@ -47,6 +51,9 @@ TEST(Accelerator, AccumulationEqualsOneProcessOnTheJoinedBatch) {
     EXPECT_TRUE(all_close(params[i].second.to_vector(), single.params[i].second, 1e-5f, 1e-5f))
         << params[i].first;
 }
+
+INSTANTIATE_TEST_SUITE_P(Accelerator, Accumulation, ::testing::Values(25.0, 1.0 / 64),
+                         [](const auto& info) { return info.param > 1 ? "default_buckets" : "small_buckets"; });
 
 TEST(Accelerator, GatherPrintAndProcesses) {
   Accelerator accelerator({.config = Config{}});
