@@ -67,7 +67,8 @@ EngineOptions engine_options(const Config& config, const models::Model& model, E
                        .backward_prefetch = fsdp.backward_prefetch,
                        .offload_tier = offload_tier(fsdp, model, layout.shard_size),
                        .vocab_parallel = fsdp.vocab_parallel,
-                       .bucket_bytes = static_cast<int64_t>(fsdp.bucket_mb * (1 << 20))};
+                       .bucket_bytes = static_cast<int64_t>(fsdp.bucket_mb * (1 << 20)),
+                       .quantize_block = fsdp.quantize_weights ? fsdp.quantize_block : 0};
 }
 
 }  // namespace acc::fsdp

@@ -6,6 +6,7 @@
 
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/kernels/quantize.h"
 #include "acc/nn/deferred_init.h"
 #include "acc/util/activity.h"
 
@@ -126,40 +127,108 @@ FlatUnit::Params FlatUnit::params() const {
   return full_.storage()->released() ? Params::sharded : Params::gathered;
 }
 
-void FlatUnit::start_gather() {
+void FlatUnit::start_gather(Precision precision) {
   if (!sharded() || gathered()) return;
   full_.storage()->reacquire();
   activity::Unit unit(name_);
-  gathering_ = groups_.shard->all_gather_async(compute_, full_);
+  if (node_copy_.defined()) {  // the values of this forward, from the node's ranks only
+    node_copy_sending_ = std::exchange(node_copy_, Tensor());
+    gathering_ = groups_.node->all_gather_async(node_copy_sending_, full_);
+    return;
+  }
+  const int64_t block = options_.quantize_block;
+  if (block == 0 || precision == Precision::exact) {
+    gathering_ = groups_.shard->all_gather_async(compute_, full_);
+    return;
+  }
+  // From the f32 master, whatever the compute dtype: one rounding, not two.
+  memory::CategoryScope scope(memory::Category::communication);
+  quantized_mine_ = Tensor::empty({quantized_words()}, DType::i32);
+  quantized_all_ = Tensor::empty({quantized_words() * groups_.shard->size()}, DType::i32);
+  auto* q = reinterpret_cast<int8_t*>(quantized_mine_.data<int32_t>());
+  auto* scales = reinterpret_cast<float*>(q + shard_);
+  for (const Part& part : parts_of_rank(groups_.shard->rank())) {
+    const int64_t at = part.first - shard_begin();
+    kernels::quantize_int8(master_.data<float>() + at, part.count, block, q + at, scales);
+    scales += kernels::quant_blocks(part.count, block);
+  }
+  page_out(master_);
+  gathering_ = groups_.shard->all_gather_async(quantized_mine_, quantized_all_);
 }
 
-void FlatUnit::gather() {
-  start_gather();
+int64_t FlatUnit::quantized_words() const {
+  // shard_ is a multiple of 16, so the int8 values fill whole words and the scales align. Each
+  // part has at most one partial block: at most shard_ / block + slots scales.
+  return shard_ / 4 + shard_ / options_.quantize_block + static_cast<int64_t>(slots_.size());
+}
+
+std::vector<FlatUnit::Part> FlatUnit::parts_of_rank(int rank) const {
+  std::vector<Part> parts;
+  for (const auto& slot : slots_)
+    if (const Part part = part_of(slot, rank); part.count) parts.push_back(part);
+  return parts;
+}
+
+void FlatUnit::dequantize_gathered(const Tensor& messages) {
+  const int64_t block = options_.quantize_block, words = quantized_words();
+  const auto* all = messages.data<int32_t>();
+  for (int r = 0; r < groups_.shard->size(); ++r) {
+    const auto* q = reinterpret_cast<const int8_t*>(all + r * words);
+    const auto* scales = reinterpret_cast<const float*>(q + shard_);
+    for (const Part& part : parts_of_rank(r)) {
+      const int64_t at = part.first - r * shard_;  // in rank r's shard
+      if (full_.dtype() == DType::bf16)
+        kernels::dequantize_int8(q + at, scales, part.count, block, full_.data<bfloat16>() + part.first);
+      else
+        kernels::dequantize_int8(q + at, scales, part.count, block, full_.data<float>() + part.first);
+      scales += kernels::quant_blocks(part.count, block);
+    }
+  }
+}
+
+void FlatUnit::gather(Precision precision) {
+  start_gather(precision);
   wait_for_gather();
 }
 
 void FlatUnit::wait_for_gather() {
   if (!gathering_) return;
-  // Forget the work first: if it failed, wait() throws, and a later call re-raises nothing
-  // stale.
+  // Forget the work and the messages first: if it failed, wait() throws, and a later call
+  // re-raises nothing stale.
   auto work = std::move(gathering_);
+  const Tensor mine = std::exchange(quantized_mine_, Tensor()), all = std::exchange(quantized_all_, Tensor());
+  const Tensor node_copy = std::exchange(node_copy_sending_, Tensor());
   work->wait();
+  if (all.defined()) dequantize_gathered(all);
   page_out(compute_);  // in a file (offload_dir, f32): sent, so not needed resident until the step
 }
 
 void FlatUnit::write_back() {
   // f32 compute only (the caller checks): then `compute` is `master`, and unsharded, `full` too.
   if (sharded() && gathered()) {
-    gather();
+    gather(Precision::exact);
     master_.copy_(full_.slice_flat(shard_begin(), {shard_}));
     page_out(master_);
   }
 }
 
 void FlatUnit::release() {
+  node_copy_ = Tensor();
   if (!sharded()) return;
   wait_for_gather();  // a gather in flight is writing the bytes
   full_.storage()->release();
+}
+
+void FlatUnit::reshard_after_forward() {
+  Tensor kept;
+  if (groups_.node && sharded() && gathered()) {
+    wait_for_gather();
+    const int64_t part = full_.numel() / groups_.node->size();
+    memory::CategoryScope scope(memory::Category::parameters);
+    kept = full_.slice_flat(groups_.node->rank() * part, {part}).clone();
+  }
+  release();
+  node_copy_ = std::move(kept);
 }
 
 void FlatUnit::begin_pass(bool accumulate, bool sync) {

@@ -31,6 +31,9 @@ namespace acc::fsdp {
 struct UnitGroups {
   std::shared_ptr<dist::ProcessGroup> shard;      // ranks that split the unit between them
   std::shared_ptr<dist::ProcessGroup> replicate;  // ranks holding the same shard (hybrid, NO_SHARD)
+  // The shard group's ranks on this node, when units keep a node copy between their forward
+  // and backward (fsdp_reshard_after_forward: node, ZeRO++'s hpZ); null otherwise.
+  std::shared_ptr<dist::ProcessGroup> node = nullptr;
   // What the two groups are along the strategy's mesh axes, for the unit's parameter pieces
   // (FSDP: sharded along `shard`, replicated along `replicate`; the ignored modules' unit
   // replicated along both).
@@ -59,6 +62,10 @@ class FlatUnit {
     int64_t row_numel = 0;
     // Elements of gradient one reduction carries at most (fsdp_bucket_mb); 0: the whole unit.
     int64_t bucket_numel = 0;
+    // > 0: training gathers send the shard block-quantized to int8, a scale per this many
+    // elements of a parameter (fsdp_quantize_weights: int8, ZeRO++'s qwZ); 0: the compute
+    // dtype.
+    int64_t quantize_block = 0;
   };
 
   // Takes `params` (qualified names in `root`) out of the model: copies this rank's part of
@@ -92,11 +99,19 @@ class FlatUnit {
   Params params() const;
   // True once `full` holds memory: gathered, or being gathered by start_gather().
   bool gathered() const { return params() != Params::sharded; }
-  // Issues the all-gather of the compute shard into `full` and returns (prefetch); no-op when
-  // already gathered or in flight.
-  void start_gather();
-  void gather();   // start_gather() and wait for it: `full` is complete on return
-  void release();  // return `full`'s bytes, after any gather in flight (no-op unsharded)
+  // How a gather fills `full`: as training sends it (block-quantized with quantize_block; the
+  // masters themselves are untouched) or exactly, the compute shards (summon_full_params).
+  enum class Precision { wire, exact };
+  // Issues the all-gather of the shard into `full` and returns (prefetch); no-op when already
+  // gathered or in flight.
+  void start_gather(Precision precision = Precision::wire);
+  // start_gather() and wait for it: `full` is complete on return.
+  void gather(Precision precision = Precision::wire);
+  void release();  // return `full`'s bytes (and any node copy), after any gather in flight
+  // After the unit's forward: release, but with a node group first keep this rank's part of
+  // `full` among the node's ranks, from which the backward's gather then fills `full` without
+  // crossing nodes (hpZ's secondary shard, in the compute dtype).
+  void reshard_after_forward();
   // Copies this rank's part of the gathered buffer back into the master shard (f32 compute
   // only: a bf16 gathered copy would round the masters). Does not throw.
   void write_back();
@@ -160,6 +175,17 @@ class FlatUnit {
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;
   std::shared_ptr<dist::Work> gathering_;  // start_gather()'s all-gather, until waited for
+  // A quantized gather's messages (int8 values, then f32 scales, as 4-byte words): this rank's
+  // and every rank's, dequantized into `full` when it is waited for.
+  Tensor quantized_mine_, quantized_all_;
+  Tensor node_copy_;  // reshard_after_forward()'s part of `full`, until the gather that uses it
+  Tensor node_copy_sending_;  // the same while that gather is in flight
+  int64_t quantized_words() const;  // of one rank's message
+  // The parts of slots rank r's shard holds, in order: each is quantized in blocks of its own,
+  // so no block spans two parameters (a norm's weights of 1 would set the scale of the
+  // neighbouring weights of 0.02).
+  std::vector<Part> parts_of_rank(int rank) const;
+  void dequantize_gathered(const Tensor& messages);  // every rank's, into `full`
   void wait_for_gather();  // no-op when none is in flight
   Tensor local_;  // f32 [trainable prefix]: gradients summed by no_sync passes, not yet reduced
   Tensor local_part_;  // f32 [this rank's part]: take_local_gradient's no_sync sum

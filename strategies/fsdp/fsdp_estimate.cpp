@@ -25,6 +25,7 @@ std::string to_string(const Plan& plan) {
   std::string out = acc::to_string(plan.strategy);
   if (plan.activation_checkpointing) out += " + activation checkpointing";
   if (!plan.offload_dir.empty()) out += " + files in " + plan.offload_dir;
+  if (plan.reshard_to_node) out += " + node copies";
   return out;
 }
 
@@ -61,6 +62,10 @@ estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const
                              ? static_cast<double>(s.parameters) - vocab_matrices
                              : static_cast<double>(s.root_parameters() + 2 * s.block_parameters) - vocab_matrices;
     e.gathered = static_cast<int64_t>(compute_elem * units);
+    // hpZ: every block's node copy, held between its forward and its backward.
+    const int node = std::max(1, w.ranks_per_node);
+    if (plan.reshard_to_node && per_block && reshards_after_forward(plan.strategy) && n > node && n % node == 0)
+      e.gathered += static_cast<int64_t>(compute_elem * static_cast<double>(s.layers * s.block_parameters) / node);
   }
   const int64_t per_rank_batch = w.batch / std::max(1, w.world);
   e.activations = estimate::activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing,
@@ -84,7 +89,8 @@ std::vector<StrategyEstimate> estimate_rows(ShardingStrategy setting, const esti
                   .wrap_blocks = f.effective_wrap_policy() != WrapPolicy::NO_WRAP,
                   .vocab_parallel = f.vocab_parallel,
                   .size = f.size,
-                  .offload_dir = offload_last ? "" : f.offload_dir};
+                  .offload_dir = offload_last ? "" : f.offload_dir,
+                  .reshard_to_node = f.reshard_to_node};
   auto row = [&](const Plan& p) {
     StrategyEstimate r{.plan = to_string(p), .memory = estimate(shape, p, w), .auto_order = auto_order(p)};
     r.settings = {{"distributed_type", "FSDP"}, {"fsdp_config.fsdp_sharding_strategy", acc::to_string(p.strategy)}};

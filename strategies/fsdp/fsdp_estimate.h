@@ -23,6 +23,9 @@ struct Plan {
   // fsdp_offload_dir: the masters and the optimizer state in files there (Memory::on_disk);
   // empty: in memory.
   std::string offload_dir = {};
+  // fsdp_reshard_after_forward: node: each block's copy sharded within the node, from its
+  // forward to its backward.
+  bool reshard_to_node = false;
 };
 std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing + files in /d"
 

@@ -28,7 +28,8 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
                           .reduce_bf16 = options_.reduce_bf16,
                           .state_tier = plan.replicated ? memory::Tier::compute : options_.offload_tier,
                           .row_numel = plan.row_numel,
-                          .bucket_numel = options_.bucket_bytes > 0 ? std::max<int64_t>(options_.bucket_bytes / 4, 1) : 0}));
+                          .bucket_numel = options_.bucket_bytes > 0 ? std::max<int64_t>(options_.bucket_bytes / 4, 1) : 0,
+                          .quantize_block = options_.quantize_block}));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);
   }
@@ -163,7 +164,7 @@ void FsdpModel::hook_unit(size_t u) {
             if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_PRE) prefetch(neighbour(u, -1));
             return Tensor();
           });
-        unit.release();
+        unit.reshard_after_forward();
         return y;
       }));
 }
@@ -281,6 +282,9 @@ void FsdpModel::close_interrupted_backward() {
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
   activity::Phase phase("forward");
   close_interrupted_backward();
+  // Between steps every unit is released; this also drops node copies of a forward whose
+  // backward never came, which would hold the parameters before the optimizer step.
+  for (auto& unit : units_) unit->release();
   root().gather();
   if (!splits_vocab(batch))
     for (size_t u : vocab_units_) units_[u]->gather();
@@ -306,7 +310,10 @@ void FsdpModel::begin_full_params(bool writeback) {
             ": summon_full_params(writeback) needs f32 compute; with bf16 the gathered parameters "
             "are rounded copies of the f32 masters");
   close_interrupted_backward();
-  for (auto& unit : units_) unit->gather();
+  for (auto& unit : units_) {
+    if (options_.quantize_block > 0) unit->release();  // it may hold a training gather's int8 values
+    unit->gather(FlatUnit::Precision::exact);
+  }
   phase_ = Phase::summoned;
 }
 

@@ -29,6 +29,19 @@ OptionSpec enum_key(OptionSpec spec, E FsdpConfig::*member, E (*parse)(const std
   return spec;
 }
 
+// A choice between the default, allowed[0], and allowed[1], kept in a bool field that is true
+// for allowed[1]. Written only when true, unless `always_written`.
+OptionSpec two_way(OptionSpec spec, bool FsdpConfig::*member, bool always_written = false) {
+  spec.type = OptionType::choice;
+  const std::string off = spec.allowed.at(0), on = spec.allowed.at(1);
+  spec.store = [member, on](Config& c, const std::string& text, const std::string&) { c.dist.fsdp.*member = text == on; };
+  spec.load = [member, off, on, always_written](const Config& c) -> std::optional<std::string> {
+    if (c.dist.fsdp.*member) return on;
+    return always_written ? std::optional<std::string>(off) : std::nullopt;
+  };
+  return spec;
+}
+
 std::function<bool(const Config&)> when_policy(WrapPolicy policy) {
   return [policy](const Config& c) { return c.dist.fsdp.auto_wrap_policy == policy; };
 }
@@ -46,6 +59,7 @@ OptionSpec unless(OptionSpec spec, T FsdpConfig::*member, T unset) {
 void check(const Config& c) {
   const FsdpConfig& f = c.dist.fsdp;
   ACC_CHECK(f.size >= 0, "fsdp_config.fsdp_size: must be >= 0 (got ", f.size, ")");
+  ACC_CHECK(f.quantize_block >= 16, "fsdp_config.fsdp_quantize_block: must be >= 16 (got ", f.quantize_block, ")");
   ACC_CHECK(f.bucket_mb >= 0, "fsdp_config.fsdp_bucket_mb: must be >= 0 (got ", f.bucket_mb, ")");
   ACC_CHECK(f.min_num_params >= 0, "fsdp_config.fsdp_min_num_params: must be >= 0 (got ", f.min_num_params, ")");
   ACC_CHECK(f.wrap_fn || f.effective_wrap_policy() != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
@@ -122,17 +136,23 @@ OptionSection option_section() {
     return list_text(f.activation_checkpointing_cls);
   };
 
-  OptionSpec reduce_dtype{.key = "fsdp_reduce_dtype",
-                          .type = T::choice,
-                          .default_value = "f32",
-                          .allowed = {"f32", "bf16"},
-                          .help = "dtype of the gradient reductions (f32 as PyTorch's MixedPrecision, or bf16)"};
-  reduce_dtype.store = [](Config& c, const std::string& text, const std::string&) {
-    c.dist.fsdp.reduce_bf16 = text == "bf16";
-  };
-  reduce_dtype.load = [](const Config& c) -> std::optional<std::string> {
-    return c.dist.fsdp.reduce_bf16 ? "bf16" : "f32";
-  };
+  OptionSpec reduce_dtype = two_way({.key = "fsdp_reduce_dtype",
+                                     .default_value = "f32",
+                                     .allowed = {"f32", "bf16"},
+                                     .help = "dtype of the gradient reductions (f32 as PyTorch's MixedPrecision, or bf16)"},
+                                    &FsdpConfig::reduce_bf16, true);
+  OptionSpec quantize_weights = two_way({.key = "fsdp_quantize_weights",
+                                         .default_value = "none",
+                                         .allowed = {"none", "int8"},
+                                         .help = "int8: training gathers send weights block-quantized to int8 "
+                                                 "(ZeRO++'s qwZ): a quarter of f32's bytes, half of bf16's"},
+                                        &FsdpConfig::quantize_weights);
+  OptionSpec reshard = two_way({.key = "fsdp_reshard_after_forward",
+                                .default_value = "true",
+                                .allowed = {"true", "node"},
+                                .help = "FULL_SHARD: after a unit's forward, back to the shards (true) or to a copy "
+                                        "sharded within the node (node: ZeRO++'s hpZ, the backward gathers inside it)"},
+                               &FsdpConfig::reshard_to_node);
 
   OptionSpec memory_limit = unless(key({.key = "fsdp_memory_limit",
                                         .type = T::size,
@@ -229,6 +249,12 @@ OptionSection option_section() {
                                   "are reduced together in buckets this size (0: each unit's in one)"},
                          &FsdpConfig::bucket_mb),
                      &FsdpConfig::bucket_mb, FsdpConfig{}.bucket_mb),
+              quantize_weights,
+              reshard,
+              unless(key({.key = "fsdp_quantize_block", .type = T::integer, .default_value = "256", .min = 16,
+                          .help = "fsdp_quantize_weights: elements that share one scale"},
+                         &FsdpConfig::quantize_block),
+                     &FsdpConfig::quantize_block, FsdpConfig{}.quantize_block),
               version,
           },
       .check_config = check,

@@ -1,5 +1,7 @@
 #include "fsdp_strategy.h"
 
+#include <algorithm>
+
 #include "acc/distributed/single_process_group.h"
 #include "acc/util/log.h"
 #include "engine_setup.h"
@@ -28,6 +30,17 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   mesh_ = std::make_shared<Mesh>(world, std::vector<int>{n / shard_size_, shard_size_},
                                  std::vector<std::string>{kReplicateAxis, kShardAxis});
   self_group_ = dist::self_group(*world);
+  node_group_ = nullptr;
+  if (!config.dist.fsdp.reshard_to_node) return;
+  const int local = std::max(1, topology.local_size);
+  if (!reshards_after_forward(setting_) || shard_size_ <= local || shard_size_ % local != 0) {
+    log::info("fsdp_config.fsdp_reshard_after_forward: node changes nothing for {} over shard groups of {} "
+              "ranks with {} ranks per node: no gather crosses nodes after the forward",
+              name(), shard_size_, local);
+    return;
+  }
+  const auto& shard = mesh_->group(kShardAxis);  // consecutive ranks: a node's are together
+  node_group_ = shard->split(shard->rank() / local, shard->rank(), "node copies");
 }
 
 std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> model) {
@@ -41,6 +54,7 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
       {.strategy = name(),
        .groups = {.shard = mesh_->group(kShardAxis),
                   .replicate = mesh_->group(kReplicateAxis),
+                  .node = node_group_,
                   .placements = {{kReplicateAxis, Kind::replicated, replicas}, {kShardAxis, Kind::sharded, shard_size_}}},
        .replicated_groups = {.shard = self_group_,  // every rank, whole
                              .replicate = world(),

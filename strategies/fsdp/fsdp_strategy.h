@@ -36,6 +36,9 @@ class FsdpStrategy final : public Strategy {
   int shard_size_ = 1;
   std::shared_ptr<Mesh> mesh_;  // (replicate, shard), row-major: shard groups are consecutive ranks
   std::shared_ptr<dist::ProcessGroup> self_group_;
+  // fsdp_reshard_after_forward: node: the shard group's ranks on this node; null when unset or
+  // when every shard group lies within a node already.
+  std::shared_ptr<dist::ProcessGroup> node_group_;
 };
 
 }  // namespace acc::fsdp

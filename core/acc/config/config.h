@@ -142,6 +142,15 @@ struct FsdpConfig {
   // MiB of f32 gradient one reduction carries at most (fsdp_bucket_mb, acc's key): a unit's
   // parameters are reduced together in buckets this size; 0 = each unit's in one.
   double bucket_mb = 25;
+  // Training gathers send each shard block-quantized to int8, a scale per quantize_block
+  // elements, dequantized into the compute dtype on arrival (fsdp_quantize_weights: int8,
+  // ZeRO++'s qwZ); the masters, the optimizer and summon_full_params stay exact.
+  bool quantize_weights = false;
+  int64_t quantize_block = 256;  // fsdp_quantize_block
+  // After a unit's forward, keep a copy of it sharded among the node's ranks, so the backward's
+  // gather never crosses nodes (fsdp_reshard_after_forward: node, ZeRO++'s hpZ; FSDP2's
+  // reshard_after_forward=int). Costs the units / ranks-per-node in the compute dtype.
+  bool reshard_to_node = false;
 
   // The policy that applies after the defaults above.
   WrapPolicy effective_wrap_policy() const;
