@@ -5,13 +5,15 @@
 //   bench_strategies [--model small|tiny] [--batch 8] [--seq 512] [--steps 2]
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
-//                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default all)]
+//                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
+//                    these), levers (4 ranks as 2 nodes: levers.sh)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
 // forward and backward prefetch against the single process (target >= 0.95x), with its
 // communication per step, exposed and in all; FULL_SHARD's gradient bucket sizes with their
-// reduce-scatters per step; FULL_SHARD with fsdp_offload_params (compute
+// reduce-scatters per step; the levers for many machines (node copies, int8 gathers) with the
+// bytes each sends across nodes; FULL_SHARD with fsdp_offload_params (compute
 // tier's peak against FULL_SHARD's whole peak) and with fsdp_offload_dir (peak resident memory
 // per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state).
 // With --rss-budget only the model that should not fit is run (medium.sh: GPT-2 medium on 4
@@ -253,6 +255,41 @@ struct Bench {
     }
   }
 
+  // The levers for many machines (run with ranks on more than one node, or ACC_RANKS_PER_NODE
+  // simulating it): FULL_SHARD, HYBRID_SHARD, FULL_SHARD with node copies (hpZ), with int8
+  // weight gathers (qwZ) and with both; tokens/s and bytes sent per step across nodes and
+  // within, each against plain FULL_SHARD's.
+  void lever_rows(bool bf16) {
+    struct Lever {
+      const char* name;
+      const char* strategy;
+      bool node_copies, int8_gathers;
+    };
+    const Lever levers[] = {{"FULL_SHARD", "FULL_SHARD", false, false},
+                            {"HYBRID_SHARD", "HYBRID_SHARD", false, false},
+                            {"FULL_SHARD + node copies", "FULL_SHARD", true, false},
+                            {"FULL_SHARD + int8 gathers", "FULL_SHARD", false, true},
+                            {"FULL_SHARD + node copies + int8 gathers", "FULL_SHARD", true, true}};
+    Result plain{};
+    for (const auto& lever : levers) {
+      Config config = fsdp_config(lever.strategy, bf16);
+      config.dist.fsdp.reshard_to_node = lever.node_copies;
+      config.dist.fsdp.quantize_weights = lever.int8_gathers;
+      const Result r = run(config);
+      const bool first = &lever == levers;
+      if (first) plain = r;
+      const std::string label = std::string(lever.name) + (bf16 ? " bf16" : " f32");
+      rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, first ? 0 : plain.tokens_per_s, "FULL_SHARD", 0});
+      rows.push_back({label + " sent/step cross-node", "MB", r.cross_node_mb, first ? 0 : plain.cross_node_mb,
+                      "FULL_SHARD", 0});
+      rows.push_back({label + " sent/step node-local", "MB", r.node_mb, 0, "", 0});
+      if (world().rank() == 0)
+        std::printf("%s: %.1f tokens/s, sent/step %.1f MB across nodes, %.1f MB within\n", label.c_str(),
+                    r.tokens_per_s, r.cross_node_mb, r.node_mb);
+      std::fflush(stdout);
+    }
+  }
+
   // FULL_SHARD with activation checkpointing, against FULL_SHARD without it.
   void checkpointing_rows(bool bf16, const Result& full_shard) {
     Config config = fsdp_config("FULL_SHARD", bf16);
@@ -333,12 +370,12 @@ struct Bench {
 
 // --cases: which groups of rows to run (an A/B of one setting need not wait for the others).
 std::set<std::string> parse_cases(const std::string& list) {
-  const std::set<std::string> known{"strategies", "prefetch", "buckets", "checkpointing", "offload", "spmd"};
+  const std::set<std::string> known{"strategies", "prefetch", "buckets", "levers", "checkpointing", "offload", "spmd"};
   std::set<std::string> cases;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
     ACC_CHECK(known.count(item), "--cases: unknown case '", item,
-              "'; expected a comma-separated list of strategies, prefetch, buckets, checkpointing, offload, spmd");
+              "'; expected a comma-separated list of strategies, prefetch, buckets, levers, checkpointing, offload, spmd");
     cases.insert(item);
   }
   return cases;
@@ -386,6 +423,7 @@ int run(int argc, char** argv) {
     if (single) continue;
     if (cases.count("prefetch")) b.prefetch_rows(bf16, baseline);
     if (cases.count("buckets")) b.bucket_rows(bf16, baseline);
+    if (cases.count("levers")) b.lever_rows(bf16);
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
     if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);
