@@ -6,10 +6,6 @@
 # bench/results/strategies_levers.json. ARGS go to bench_strategies (e.g. --steps 1). Set
 # ACC_SIM_CROSS_NODE_GBPS to pace the cross-node messages like a real link.
 set -eu
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${ACC_BUILD_DIR:-$root/build}/bin/bench_strategies
-cd "$root"
-root_flag=""
-[ "$(id -u)" = 0 ] && root_flag=--allow-run-as-root
+. "$(dirname "$0")/common.sh"
 ACC_NUM_THREADS=1 ACC_RANKS_PER_NODE=2 mpirun --oversubscribe --bind-to none $root_flag -np 4 \
   -x ACC_NUM_THREADS -x ACC_RANKS_PER_NODE "$bin" --cases levers --out bench/results/strategies_levers.json "$@"

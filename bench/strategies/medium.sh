@@ -4,10 +4,6 @@
 # against plain FULL_SHARD: tokens/s and the highest per-rank peak resident memory against a
 # budget of 1536 MB per rank. Writes bench/results/strategies_medium.json. ARGS go to the bench.
 set -eu
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${ACC_BUILD_DIR:-$root/build}/bin/bench_strategies
-cd "$root"
-root_flag=""
-[ "$(id -u)" = 0 ] && root_flag=--allow-run-as-root
+. "$(dirname "$0")/common.sh"
 ACC_NUM_THREADS=1 mpirun --oversubscribe --bind-to none $root_flag -np 4 "$bin" --model medium \
   --batch 4 --seq 512 --steps 2 --rss-budget 1536 --out bench/results/strategies_medium.json "$@"
