@@ -67,12 +67,6 @@ std::vector<acc::optim::ParamGroup> DilocoModel::param_groups(double weight_deca
   return {decayed, plain};
 }
 
-std::vector<std::pair<std::string, acc::Tensor>> DilocoModel::full_parameters() {
-  auto out = named_parameters();
-  for (auto& [name, t] : out) t = t.clone();
-  return out;
-}
-
 void DilocoModel::after_inner_step() {
   forwards_since_step_ = 0;
   if (++inner_steps_ % options_.inner_steps == 0) outer_step();

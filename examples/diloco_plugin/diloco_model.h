@@ -42,9 +42,8 @@ class DilocoModel : public acc::ShardedModel {
   // Matrices decayed, the rest not; the groups carry the hook that counts inner steps.
   std::vector<acc::optim::ParamGroup> param_groups(double weight_decay) const override;
   // clip_grad_norm: the default, each rank its own gradient (whole pieces, no norm group):
-  // there is nothing shared to clip between outer steps.
-  // This rank's parameters: equal on every rank right after an outer step.
-  std::vector<std::pair<std::string, acc::Tensor>> full_parameters() override;
+  // there is nothing shared to clip between outer steps. full_parameters: the default, this
+  // rank's whole pieces, equal on every rank right after an outer step.
 
   int64_t inner_steps_taken() const { return inner_steps_; }
   int64_t outer_steps_taken() const { return outer_steps_; }

@@ -35,6 +35,7 @@ std::vector<int64_t> whole_index_of_each(const Shape& whole, const Slice& slice,
   return out;
 }
 
+using Run = ShardedModel::Run;
 std::vector<int64_t> expand(const std::vector<Run>& runs, int64_t count) {
   std::vector<int64_t> out(static_cast<size_t>(count), -1);
   for (const Run& r : runs)
@@ -43,7 +44,7 @@ std::vector<int64_t> expand(const std::vector<Run>& runs, int64_t count) {
 }
 
 TEST(WholeRuns, WithoutASliceIsTheRangeItself) {
-  const auto runs = whole_runs({6, 4}, std::nullopt, 5, 7);
+  const auto runs = ShardedModel::whole_runs({6, 4}, std::nullopt, 5, 7);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].whole_begin, 5);
   EXPECT_EQ(runs[0].count, 7);
@@ -53,7 +54,7 @@ TEST(WholeRuns, WithoutASliceIsTheRangeItself) {
 // Worked by hand: rows 1 and 4 of a [6, 4] matrix (a packed tensor of 2 sections split over 3
 // ranks, rank 1), elements 2..6 of that slice: row 1's last two, then row 4's first three.
 TEST(WholeRuns, PackedRowsByHand) {
-  const auto runs = whole_runs({6, 4}, Slice{0, {{1, 2}, {4, 5}}}, 2, 5);
+  const auto runs = ShardedModel::whole_runs({6, 4}, Slice{0, {{1, 2}, {4, 5}}}, 2, 5);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].whole_begin, 6);
   EXPECT_EQ(runs[0].count, 2);
@@ -64,7 +65,7 @@ TEST(WholeRuns, PackedRowsByHand) {
 }
 
 TEST(WholeRuns, AdjacentRowsMergeIntoOneRun) {
-  const auto runs = whole_runs({6, 4}, Slice{0, {{2, 5}}}, 1, 10);
+  const auto runs = ShardedModel::whole_runs({6, 4}, Slice{0, {{2, 5}}}, 1, 10);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].whole_begin, 9);
   EXPECT_EQ(runs[0].count, 10);
@@ -85,7 +86,7 @@ TEST(WholeRuns, MatchTheElementwiseMappingForEverySliceAndRange) {
     const int64_t local = shape_numel(whole) / whole[static_cast<size_t>(slice.dim)] * rows;
     for (int64_t begin = 0; begin <= local; ++begin)
       for (int64_t count = 0; begin + count <= local; ++count)
-        ASSERT_EQ(expand(whole_runs(whole, slice, begin, count), count),
+        ASSERT_EQ(expand(ShardedModel::whole_runs(whole, slice, begin, count), count),
                   whole_index_of_each(whole, slice, begin, count))
             << shape_str(whole) << " dim " << slice.dim << " [" << begin << ", +" << count << ")";
   }

@@ -16,34 +16,6 @@ Shape file_layout_shape(const models::Model& model, const std::string& name, con
   return model.stored_transposed(name) ? Shape(shape.rbegin(), shape.rend()) : shape;
 }
 
-std::vector<Run> whole_runs(const Shape& whole, const std::optional<ShardedModel::DimSlice>& slice,
-                            int64_t begin, int64_t count) {
-  if (!slice) return {{begin, count, 0}};
-  const auto dim = static_cast<size_t>(slice->dim);
-  ACC_CHECK(dim < whole.size(), "a slice along dim ", dim, " of a ", whole.size(), "-d tensor");
-  int64_t inner = 1;  // elements per index of dim
-  for (size_t d = dim + 1; d < whole.size(); ++d) inner *= whole[d];
-  std::vector<int64_t> starts{0};  // of each block along the slice's dim
-  for (const auto& [b, e] : slice->blocks) starts.push_back(starts.back() + (e - b));
-  const int64_t local_span = starts.back() * inner, whole_span = whole[dim] * inner;
-  std::vector<Run> runs;
-  for (int64_t i = begin, end = begin + count; i < end;) {
-    const int64_t outer = i / local_span, within = i % local_span;
-    const size_t block = static_cast<size_t>(
-        std::upper_bound(starts.begin(), starts.end(), within / inner) - starts.begin() - 1);
-    const int64_t block_end = outer * local_span + starts[block + 1] * inner;
-    const int64_t at = outer * whole_span + slice->blocks[block].first * inner +
-                       (within - starts[block] * inner);
-    const int64_t n = std::min(end, block_end) - i;
-    if (!runs.empty() && runs.back().whole_begin + runs.back().count == at)
-      runs.back().count += n;
-    else
-      runs.push_back({at, n, i - begin});
-    i += n;
-  }
-  return runs;
-}
-
 std::vector<std::optional<OptimizerSlot>> optimizer_slots(
     const optim::Optimizer* optimizer, const std::vector<ShardedModel::ParameterPiece>& pieces) {
   std::vector<std::optional<OptimizerSlot>> out(pieces.size());

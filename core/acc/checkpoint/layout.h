@@ -15,17 +15,6 @@ namespace acc::checkpoint {
 // The shape a parameter has in a Hugging Face file (Conv1D weights are stored [in, out]).
 Shape file_layout_shape(const models::Model& model, const std::string& name, const Shape& shape);
 
-// Where elements [begin, begin + count) of a tensor's flattening lie in the flattened whole
-// parameter of shape `whole`: the same range without a slice; with one, the contiguous runs it
-// crosses, in order (one per block for a split first dimension, one per row and block for a
-// split second one).
-struct Run {
-  int64_t whole_begin = 0, count = 0;
-  int64_t offset = 0;  // of the run's first element from `begin`
-};
-std::vector<Run> whole_runs(const Shape& whole, const std::optional<ShardedModel::DimSlice>& slice,
-                            int64_t begin, int64_t count);
-
 // Per piece, the optimizer parameter (group, index) that is it, if the optimizer updates it.
 struct OptimizerSlot {
   size_t group = 0, index = 0;

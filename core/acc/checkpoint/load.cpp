@@ -59,7 +59,7 @@ Target plan_target(const Manifest& manifest, const std::string& key,
   const int64_t count = piece.master.numel();
   Target t;
   int64_t covered = 0;
-  for (const Run& want : whole_runs(rec.shape, piece.slice, piece.begin, count)) {
+  for (const auto& want : ShardedModel::whole_runs(rec.shape, piece.slice, piece.begin, count)) {
     const int64_t end = want.whole_begin + want.count;
     // The first source run ending after want.whole_begin; runs never overlap (one writer each).
     auto it = std::upper_bound(sources.begin(), sources.end(), want.whole_begin,

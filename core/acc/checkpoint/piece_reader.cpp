@@ -82,7 +82,7 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
 std::vector<SourceRun> source_runs(const TensorRecord& rec) {
   std::vector<SourceRun> out;
   for (const auto& piece : rec.pieces)
-    for (const Run& run : whole_runs(rec.shape, piece.slice, piece.begin, piece.count))
+    for (const auto& run : ShardedModel::whole_runs(rec.shape, piece.slice, piece.begin, piece.count))
       out.push_back({&piece, run.whole_begin, run.count, run.offset});
   std::sort(out.begin(), out.end(),
             [](const SourceRun& a, const SourceRun& b) { return a.whole_begin < b.whole_begin; });

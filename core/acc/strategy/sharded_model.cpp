@@ -1,5 +1,8 @@
 #include "acc/strategy/sharded_model.h"
 
+#include <algorithm>
+#include <map>
+
 #include "acc/autograd/function.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/ops/elementwise.h"
@@ -76,8 +79,89 @@ double ShardedModel::clip_grad_norm(double max_norm) {
   return optim::clip_grad_norm(grads, copies, sum_over_ranks, max_norm);
 }
 
+std::vector<std::pair<std::string, Tensor>> ShardedModel::full_parameters() {
+  autograd::NoGradGuard no_grad;
+  const auto shapes = whole_parameter_shapes();
+  std::map<std::string, int64_t> index;
+  for (const auto& [name, _] : shapes) index.emplace(name, static_cast<int64_t>(index.size()));
+  // This rank's runs, as (parameter, first element in the whole, count) triples, and their values.
+  std::vector<int64_t> runs;
+  std::vector<float> values;
+  for (const auto& piece : parameter_pieces()) {
+    const auto it = index.find(piece.name);
+    ACC_CHECK(it != index.end(), type_name(), ": a piece of '", piece.name, "', which is no parameter of the model");
+    const Tensor master = piece.master.to(DType::f32);
+    const float* data = master.data<float>();
+    for (const Run& run : whole_runs(piece.shape, piece.slice, piece.begin, master.numel())) {
+      runs.insert(runs.end(), {it->second, run.whole_begin, run.count});
+      values.insert(values.end(), data + run.offset, data + run.offset + run.count);
+    }
+  }
+  Tensor all_runs = Tensor::from_vector_i64(runs, {static_cast<int64_t>(runs.size())});
+  Tensor all_values = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+  if (const auto group = gradient_norm_group(); group && group->size() > 1) {
+    // Every rank's runs and values, in rank order: first how many each has.
+    const int p = group->size();
+    Tensor sizes = Tensor::zeros({2 * p}, DType::i64);
+    Tensor mine = Tensor::from_vector_i64({all_runs.numel(), all_values.numel()}, {2});
+    group->all_gather(mine, sizes);
+    std::vector<int64_t> run_counts, value_counts;
+    for (int r = 0; r < p; ++r) {
+      run_counts.push_back(sizes.data<int64_t>()[2 * r]);
+      value_counts.push_back(sizes.data<int64_t>()[2 * r + 1]);
+    }
+    auto gathered = [&group](const Tensor& local, const std::vector<int64_t>& counts) {
+      int64_t total = 0;
+      for (const int64_t n : counts) total += n;
+      Tensor out = Tensor::zeros({total}, local.dtype());
+      group->all_gather_v(local, out, counts);
+      return out;
+    };
+    all_runs = gathered(all_runs, run_counts);
+    all_values = gathered(all_values, value_counts);
+  }
+  std::vector<std::pair<std::string, Tensor>> whole;
+  for (const auto& [name, shape] : shapes) whole.emplace_back(name, Tensor::zeros(shape));
+  const int64_t* run = all_runs.data<int64_t>();
+  const float* value = all_values.data<float>();
+  for (int64_t i = 0; i < all_runs.numel(); i += 3) {
+    const int64_t k = run[i], at = run[i + 1], count = run[i + 2];
+    std::copy_n(value, count, whole[static_cast<size_t>(k)].second.data<float>() + at);
+    value += count;
+  }
+  return whole;
+}
+
 void ShardedModel::visit_full_parameters(const FullParametersVisitor& visit) {
   visit(full_parameters());
+}
+
+std::vector<ShardedModel::Run> ShardedModel::whole_runs(const Shape& whole, const std::optional<DimSlice>& slice,
+                                                     int64_t begin, int64_t count) {
+  if (!slice) return {{begin, count, 0}};
+  const auto dim = static_cast<size_t>(slice->dim);
+  ACC_CHECK(dim < whole.size(), "a slice along dim ", dim, " of a ", whole.size(), "-d tensor");
+  int64_t inner = 1;  // elements per index of dim
+  for (size_t d = dim + 1; d < whole.size(); ++d) inner *= whole[d];
+  std::vector<int64_t> starts{0};  // of each block along the slice's dim
+  for (const auto& [b, e] : slice->blocks) starts.push_back(starts.back() + (e - b));
+  const int64_t local_span = starts.back() * inner, whole_span = whole[dim] * inner;
+  std::vector<Run> runs;
+  for (int64_t i = begin, end = begin + count; i < end;) {
+    const int64_t outer = i / local_span, within = i % local_span;
+    const size_t block = static_cast<size_t>(
+        std::upper_bound(starts.begin(), starts.end(), within / inner) - starts.begin() - 1);
+    const int64_t block_end = outer * local_span + starts[block + 1] * inner;
+    const int64_t at = outer * whole_span + slice->blocks[block].first * inner +
+                       (within - starts[block] * inner);
+    const int64_t n = std::min(end, block_end) - i;
+    if (!runs.empty() && runs.back().whole_begin + runs.back().count == at)
+      runs.back().count += n;
+    else
+      runs.push_back({at, n, i - begin});
+    i += n;
+  }
+  return runs;
 }
 
 std::vector<ShardedModel::ParameterPiece> ShardedModel::parameter_pieces() const {

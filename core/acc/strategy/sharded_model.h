@@ -75,6 +75,16 @@ class ShardedModel : public models::Model {
     // axes' ranks. The gradient norm counts it once among them.
     int copies() const;
   };
+  // Where elements [begin, begin + count) of a piece's flattening lie in the flattened whole
+  // parameter of shape `whole`: the same range without a slice; with one, the contiguous runs
+  // it crosses, in order (one per block for a split first dimension, one per row and block for
+  // a split second one). What checkpoints and full_parameters() place pieces by.
+  struct Run {
+    int64_t whole_begin = 0, count = 0;
+    int64_t offset = 0;  // of the run's first element from `begin`
+  };
+  static std::vector<Run> whole_runs(const Shape& whole, const std::optional<DimSlice>& slice, int64_t begin,
+                                     int64_t count);
   // Every piece this rank holds, frozen parameters included. The default suits strategies
   // whose named_parameters() are whole parameters.
   virtual std::vector<ParameterPiece> parameter_pieces() const;
@@ -82,8 +92,11 @@ class ShardedModel : public models::Model {
   // slices reports the shapes before slicing). The default: the wrapped model's.
   virtual std::vector<std::pair<std::string, Shape>> whole_parameter_shapes() const;
   // The whole model as f32 tensors under the original names and shapes, on every rank
-  // (a collective; for checks and full checkpoints of models that fit one rank).
-  virtual std::vector<std::pair<std::string, Tensor>> full_parameters() = 0;
+  // (a collective; for checks and full checkpoints of models that fit one rank). The default
+  // assembles every rank's parameter_pieces() over gradient_norm_group(), placing each by its
+  // slice and range (whole_runs): any strategy that reports its pieces gets it; FSDP and SPMD
+  // override it with their own gathers, which hold less at once.
+  virtual std::vector<std::pair<std::string, Tensor>> full_parameters();
   // Hands `visit` the whole model a part at a time — f32 tensors under the original names and
   // shapes, every parameter exactly once — on every rank, so a full checkpoint can be written
   // without holding the whole model: FSDP gathers one unit per call. A collective. The default

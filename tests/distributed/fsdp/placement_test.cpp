@@ -1,6 +1,7 @@
 // Each parameter piece says how it lies along the strategy's mesh axes, and the gradient norm
 // counts it by what that says: FSDP's pieces are sharded along `shard` and replicated along
-// `replicate`; the ignored modules' are replicated along both, so every rank holds them.
+// `replicate`; the ignored modules' are replicated along both, so every rank holds them. The
+// pieces alone assemble the whole model.
 #include <gtest/gtest.h>
 
 #include "fsdp_fixtures.h"
@@ -32,6 +33,26 @@ TEST(Placement, FsdpPiecesNameTheirAxesAndCopies) {
       EXPECT_EQ(piece.placements[1].kind, ignored ? Kind::replicated : Kind::sharded);
       EXPECT_EQ(piece.placements[1].ranks, shard);
       EXPECT_EQ(piece.copies(), ignored ? n : n / shard);
+    }
+  }
+}
+
+// ShardedModel's own full_parameters(), which any strategy reporting its pieces gets, places
+// every piece where FSDP's unit gathers put it: the same values, exactly.
+TEST(Placement, PiecesAssembleTheFullParameters) {
+  for (const std::string strategy : {"FULL_SHARD", "NO_SHARD", "HYBRID_SHARD"}) {
+    SCOPED_TRACE(strategy);
+    Config config = strategy_config(strategy, "gpt2");
+    config.dist.fsdp.ignored_modules = {"transformer.wpe"};
+    data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 8, .prefetch = 0});
+    auto sharded = accelerate(make_model("gpt2", 3), loader, config).model;
+    const auto gathered = sharded->full_parameters();
+    const auto assembled = sharded->ShardedModel::full_parameters();
+    ASSERT_EQ(assembled.size(), gathered.size());
+    for (size_t i = 0; i < gathered.size(); ++i) {
+      EXPECT_EQ(assembled[i].first, gathered[i].first);
+      EXPECT_EQ(assembled[i].second.shape(), gathered[i].second.shape()) << gathered[i].first;
+      EXPECT_EQ(assembled[i].second.to_vector(), gathered[i].second.to_vector()) << gathered[i].first;
     }
   }
 }

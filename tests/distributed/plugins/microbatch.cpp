@@ -72,11 +72,6 @@ class Microbatched : public acc::ShardedModel {
   std::vector<acc::optim::ParamGroup> param_groups(double weight_decay) const override {
     return {acc::optim::ParamGroup{.params = parameters(), .weight_decay = weight_decay}};
   }
-  std::vector<std::pair<std::string, Tensor>> full_parameters() override {
-    auto out = named_parameters();
-    for (auto& [_, t] : out) t = t.clone();
-    return out;
-  }
 };
 
 class MicrobatchStrategy : public acc::Strategy {

@@ -26,11 +26,6 @@ class Mirrored : public acc::ShardedModel {
   double clip_grad_norm(double max_norm) override {
     return acc::optim::clip_grad_norm(parameters(), max_norm);
   }
-  std::vector<std::pair<std::string, acc::Tensor>> full_parameters() override {
-    auto out = named_parameters();
-    for (auto& [_, t] : out) t = t.clone();
-    return out;
-  }
 };
 
 class MirrorStrategy : public acc::Strategy {

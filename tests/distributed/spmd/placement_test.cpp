@@ -1,7 +1,8 @@
 // SPMD's parameter pieces say how they lie along the mesh: sharded along `fsdp` (or whole over
 // it, for parameters the rules keep off that axis), and along `model` split (the parameters
 // the fsdp-tp rules split, with the slice they hold) or replicated (the rest); copies() is the
-// product of the replicated axes' ranks. The fsdp-tp rules on (1, 1), (1, 2) or (2, 2).
+// product of the replicated axes' ranks. The fsdp-tp rules on (1, 1), (1, 2) or (2, 2). The
+// pieces alone assemble the whole model.
 #include <gtest/gtest.h>
 
 #include "spmd_fixtures.h"
@@ -33,6 +34,20 @@ TEST(SpmdPlacement, PiecesAreShardedOnFsdpAndSplitOrReplicatedOnModel) {
   EXPECT_GT(replicated, 0);  // norms and biases of row-parallel layers stay whole over model
   if (mesh[1] > 1) {
     EXPECT_GT(split, 0);
+  }
+}
+
+// ShardedModel's own full_parameters(), from the pieces alone, places split slices (GPT-2's
+// packed c_attn among them) where SPMD's own gathers and joins put them: exactly.
+TEST(SpmdPlacement, PiecesAssembleTheFullParameters) {
+  data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 8, .prefetch = 0});
+  auto sharded = accelerate(make_model("gpt2", 3), loader, fsdp_tp_config("gpt2")).model;
+  const auto gathered = sharded->full_parameters();
+  const auto assembled = sharded->ShardedModel::full_parameters();
+  ASSERT_EQ(assembled.size(), gathered.size());
+  for (size_t i = 0; i < gathered.size(); ++i) {
+    EXPECT_EQ(assembled[i].first, gathered[i].first);
+    EXPECT_EQ(assembled[i].second.to_vector(), gathered[i].second.to_vector()) << gathered[i].first;
   }
 }
 
