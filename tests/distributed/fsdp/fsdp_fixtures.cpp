@@ -205,4 +205,14 @@ float f32_param_atol(const std::string& kind, const std::string& strategy) {
   return splits_vocab(kind, strategy) ? 5e-5f : 5e-6f;
 }
 
+void expect_same_parameters(const std::vector<std::pair<std::string, Tensor>>& got,
+                            const std::vector<std::pair<std::string, Tensor>>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].first, want[i].first);
+    EXPECT_EQ(got[i].second.shape(), want[i].second.shape()) << want[i].first;
+    EXPECT_EQ(got[i].second.to_vector(), want[i].second.to_vector()) << want[i].first;
+  }
+}
+
 }  // namespace acc::test

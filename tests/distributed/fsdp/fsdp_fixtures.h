@@ -63,4 +63,8 @@ RunResult run_single_process(const std::string& kind, int64_t steps, int64_t glo
 RunResult run_one_rank(const std::string& kind, const Config& config, int64_t steps,
                        int64_t global_batch);
 
+// The same names, shapes and values, exactly, in the same order (a failure per difference).
+void expect_same_parameters(const std::vector<std::pair<std::string, Tensor>>& got,
+                            const std::vector<std::pair<std::string, Tensor>>& want);
+
 }  // namespace acc::test
