@@ -213,7 +213,7 @@ void FlatUnit::write_back() {
 }
 
 void FlatUnit::release() {
-  node_copy_ = Tensor();
+  forget_node_copy();
   if (!sharded()) return;
   wait_for_gather();  // a gather in flight is writing the bytes
   full_.storage()->release();

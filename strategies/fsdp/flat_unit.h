@@ -112,6 +112,7 @@ class FlatUnit {
   // `full` among the node's ranks, from which the backward's gather then fills `full` without
   // crossing nodes (hpZ's secondary shard, in the compute dtype).
   void reshard_after_forward();
+  void forget_node_copy() { node_copy_ = Tensor(); }
   // Copies this rank's part of the gathered buffer back into the master shard (f32 compute
   // only: a bf16 gathered copy would round the masters). Does not throw.
   void write_back();

@@ -282,20 +282,23 @@ void FsdpModel::close_interrupted_backward() {
 models::ModelOutput FsdpModel::forward(const data::Batch& batch) {
   activity::Phase phase("forward");
   close_interrupted_backward();
-  // Between steps every unit is released; this also drops node copies of a forward whose
-  // backward never came, which would hold the parameters before the optimizer step.
-  for (auto& unit : units_) unit->release();
+  // Node copies of a forward whose backward never came hold the parameters before the
+  // optimizer step: gathers must not use them again.
+  for (auto& unit : units_) unit->forget_node_copy();
   root().gather();
   if (!splits_vocab(batch))
     for (size_t u : vocab_units_) units_[u]->gather();
   calls_this_forward_.clear();
   models::ModelOutput out = module().forward(batch);
+  // Summoned, every unit stays whole (and the calls, which the wrappers do not record then,
+  // say nothing about the training forward's order).
+  if (phase_ == Phase::summoned) return out;
   if (calls_this_forward_ != forward_order_) {  // the first step, or the model took another path
     forward_order_ = calls_this_forward_;
     std::fill(order_position_.begin(), order_position_.end(), -1);
     for (size_t i = forward_order_.size(); i-- > 0;) order_position_[forward_order_[i]] = static_cast<int>(i);
   }
-  if (!autograd::GradMode::is_enabled() && phase_ != Phase::summoned) {  // no backward follows: shards only
+  if (!autograd::GradMode::is_enabled()) {  // no backward follows: shards only
     for (auto& unit : units_) unit->release();
   } else if (options_.reshard_after_forward) {  // units prefetched but not called this time
     for (size_t u = 0; u + 1 < units_.size(); ++u)

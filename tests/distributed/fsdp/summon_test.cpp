@@ -65,6 +65,11 @@ TEST(SummonFullParams, WritesBackOnlyWhenAsked) {
   {
     auto scope = sharded->summon_full_params(/*writeback=*/true);
     Tensor(sharded->module().parameter(name)).fill_(2.0f);
+    // A forward through the sharded model inside the scope uses the whole parameters as they
+    // are now, and leaves them so.
+    data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 8, .prefetch = 0});
+    autograd::NoGradGuard no_grad;
+    sharded->forward(*loader.for_rank(world().rank(), world().size()).begin());
   }
   for (const auto& [n, t] : sharded->full_parameters())
     if (n == name) {
