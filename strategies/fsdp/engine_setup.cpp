@@ -1,5 +1,7 @@
 #include "engine_setup.h"
 
+#include <algorithm>
+
 #include "acc/autograd/grad_mode.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
@@ -67,7 +69,10 @@ EngineOptions engine_options(const Config& config, const models::Model& model, E
                        .backward_prefetch = fsdp.backward_prefetch,
                        .offload_tier = offload_tier(fsdp, model, layout.shard_size),
                        .vocab_parallel = fsdp.vocab_parallel,
-                       .bucket_bytes = static_cast<int64_t>(fsdp.bucket_mb * (1 << 20)),
+                       // f32 elements; any positive size holds one at least
+                       .bucket_numel = fsdp.bucket_mb > 0
+                                           ? std::max<int64_t>(static_cast<int64_t>(fsdp.bucket_mb * (1 << 20)) / 4, 1)
+                                           : 0,
                        .quantize_block = fsdp.quantize_weights ? fsdp.quantize_block : 0};
 }
 

@@ -116,10 +116,13 @@ memory::Tier FlatUnit::shard_tier() const {
 
 int64_t FlatUnit::shard_begin() const { return groups_.shard->rank() * shard_; }
 
-FlatUnit::Part FlatUnit::part_of(const Slot& slot, int rank) const {
-  const int64_t lo = std::max(slot.offset, rank * shard_);
-  const int64_t hi = std::min(slot.offset + shape_numel(slot.shape), (rank + 1) * shard_);
+FlatUnit::Part FlatUnit::overlap(int64_t begin, int64_t end, int64_t other_begin, int64_t other_end) {
+  const int64_t lo = std::max(begin, other_begin), hi = std::min(end, other_end);
   return lo < hi ? Part{lo, hi - lo} : Part{};
+}
+
+FlatUnit::Part FlatUnit::part_of(const Slot& slot, int rank) const {
+  return overlap(slot.offset, slot.offset + shape_numel(slot.shape), rank * shard_, (rank + 1) * shard_);
 }
 
 FlatUnit::Params FlatUnit::params() const {
@@ -311,11 +314,11 @@ std::optional<FlatUnit::Reduction> FlatUnit::reduce_bucket(size_t k) {
     held = bucket_buffer(b.end - b.begin);
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Slot& slot = slots_[i];
-      const int64_t lo = std::max(b.begin, slot.offset), hi = std::min(b.end, slot.offset + shape_numel(slot.shape));
-      if (lo >= hi || !slot.view.requires_grad()) continue;
-      Tensor part = held.slice_flat(lo - b.begin, {hi - lo});
+      const Part in = overlap(b.begin, b.end, slot.offset, slot.offset + shape_numel(slot.shape));
+      if (!in.count || !slot.view.requires_grad()) continue;
+      Tensor part = held.slice_flat(in.first - b.begin, {in.count});
       if (slot_grads_[i].defined())
-        part.copy_(slot_grads_[i].slice_flat(lo - slot.offset, {hi - lo}));
+        part.copy_(slot_grads_[i].slice_flat(in.first - slot.offset, {in.count}));
       else
         part.zero_();
       const auto [first, last] = buckets_of(slot);
@@ -326,17 +329,14 @@ std::optional<FlatUnit::Reduction> FlatUnit::reduce_bucket(size_t k) {
   }
   // The ranks' parts of the bucket, in rank order, tile it: the counts of a reduce_scatter_v.
   std::vector<int64_t> counts(static_cast<size_t>(groups_.shard->size()));
-  for (size_t r = 0; r < counts.size(); ++r) {
-    const int64_t lo = std::max(b.begin, static_cast<int64_t>(r) * shard_);
-    const int64_t hi = std::min(b.end, static_cast<int64_t>(r + 1) * shard_);
-    counts[r] = std::max<int64_t>(hi - lo, 0);
-  }
-  const int64_t mine = counts[static_cast<size_t>(groups_.shard->rank())];
+  for (size_t r = 0; r < counts.size(); ++r)
+    counts[r] = overlap(b.begin, b.end, static_cast<int64_t>(r) * shard_, static_cast<int64_t>(r + 1) * shard_).count;
+  const Part mine = overlap(b.begin, b.end, shard_begin(), shard_begin() + shard_);
   Reduction r;
   r.held_ = held;
-  r.target_ = grad_.slice_flat(mine ? std::max(b.begin, shard_begin()) - shard_begin() : 0, {mine});
+  r.target_ = grad_.slice_flat(mine.count ? mine.first - shard_begin() : 0, {mine.count});
   // Straight into the shard's gradient unless it must be added to what the optimizer kept.
-  r.reduced_ = accumulate_ ? new_buffer(mine, DType::f32, memory::Category::gradients) : r.target_;
+  r.reduced_ = accumulate_ ? new_buffer(mine.count, DType::f32, memory::Category::gradients) : r.target_;
   activity::Unit unit(name_);
   return issue(std::move(r), held, sharded() ? counts : std::vector<int64_t>{});
 }

@@ -84,6 +84,8 @@ class FlatUnit {
     int64_t first = 0, count = 0;
   };
   Part part_of(const Slot& slot, int rank) const;
+  // The flat indices [begin, end) and [other_begin, other_end) share (count 0 when none).
+  static Part overlap(int64_t begin, int64_t end, int64_t other_begin, int64_t other_end);
   Part local_part(const Slot& slot) const { return part_of(slot, groups_.shard->rank()); }
   const Tensor& master() const { return master_; }
   const Tensor& grad() const { return grad_; }

@@ -36,6 +36,11 @@ int shard_group_size(const Plan& plan, const estimate::Workload& w) {
   return w.world;
 }
 
+bool keeps_node_copies(ShardingStrategy strategy, int shard_size, int ranks_per_node) {
+  const int node = std::max(1, ranks_per_node);
+  return reshards_after_forward(strategy) && shard_size > node && shard_size % node == 0;
+}
+
 estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const estimate::Workload& w) {
   using estimate::Family;
   estimate::Memory e;
@@ -63,9 +68,9 @@ estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const
                              : static_cast<double>(s.root_parameters() + 2 * s.block_parameters) - vocab_matrices;
     e.gathered = static_cast<int64_t>(compute_elem * units);
     // hpZ: every block's node copy, held between its forward and its backward.
-    const int node = std::max(1, w.ranks_per_node);
-    if (plan.reshard_to_node && per_block && reshards_after_forward(plan.strategy) && n > node && n % node == 0)
-      e.gathered += static_cast<int64_t>(compute_elem * static_cast<double>(s.layers * s.block_parameters) / node);
+    if (plan.reshard_to_node && per_block && keeps_node_copies(plan.strategy, n, w.ranks_per_node))
+      e.gathered += static_cast<int64_t>(compute_elem * static_cast<double>(s.layers * s.block_parameters) /
+                                         std::max(1, w.ranks_per_node));
   }
   const int64_t per_rank_batch = w.batch / std::max(1, w.world);
   e.activations = estimate::activation_bytes(s, per_rank_batch, w.seq, w.bf16, plan.activation_checkpointing,

@@ -32,6 +32,10 @@ std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpoint
 // Ranks one shard group spans under `plan`.
 int shard_group_size(const Plan& plan, const estimate::Workload& w);
 
+// Whether fsdp_reshard_after_forward: node keeps node copies: the strategy reshards after the
+// forward and its shard groups span whole nodes, more than one.
+bool keeps_node_copies(ShardingStrategy strategy, int shard_size, int ranks_per_node);
+
 estimate::Memory estimate(const estimate::ModelShape& shape, const Plan& plan, const estimate::Workload& w);
 
 // The rows of `setting` with `config`'s FSDP options, for Strategy::estimate_memory. AUTO tries

@@ -28,7 +28,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
                           .reduce_bf16 = options_.reduce_bf16,
                           .state_tier = plan.replicated ? memory::Tier::compute : options_.offload_tier,
                           .row_numel = plan.row_numel,
-                          .bucket_numel = options_.bucket_bytes > 0 ? std::max<int64_t>(options_.bucket_bytes / 4, 1) : 0,
+                          .bucket_numel = options_.bucket_numel,
                           .quantize_block = options_.quantize_block}));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);

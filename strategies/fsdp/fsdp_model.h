@@ -54,9 +54,9 @@ struct EngineOptions {
   // in training; vocab_parallel.h moves the activations instead. Shard groups of one rank, and
   // models that name no token embedding, gather them as before.
   bool vocab_parallel = false;
-  // fsdp_bucket_mb: bytes of f32 gradient one reduction carries at most (FlatUnit::Options::
+  // fsdp_bucket_mb: elements of f32 gradient one reduction carries at most (FlatUnit::Options::
   // bucket_numel); 0: a unit's whole gradient.
-  int64_t bucket_bytes = 0;
+  int64_t bucket_numel = 0;
   // fsdp_quantize_weights: int8: training gathers send int8 with a scale per this many
   // elements (fsdp_quantize_block); 0: the compute dtype.
   int64_t quantize_block = 0;

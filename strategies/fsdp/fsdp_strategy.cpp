@@ -33,7 +33,7 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   node_group_ = nullptr;
   if (!config.dist.fsdp.reshard_to_node) return;
   const int local = std::max(1, topology.local_size);
-  if (!reshards_after_forward(setting_) || shard_size_ <= local || shard_size_ % local != 0) {
+  if (!keeps_node_copies(setting_, shard_size_, local)) {
     log::info("fsdp_config.fsdp_reshard_after_forward: node changes nothing for {} over shard groups of {} "
               "ranks with {} ranks per node: no gather crosses nodes after the forward",
               name(), shard_size_, local);
