@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "acc/util/error.h"
+#include "quantized_schedule.h"
 #include "signature_check.h"
 
 namespace acc::mpi {
@@ -71,13 +72,26 @@ void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buff
 
 void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                         dist::Buffer output, std::vector<int64_t> counts,
-                                        dist::ReduceOp op) {
+                                        dist::ReduceOp op, dist::ReduceWire wire) {
+  if (wire.quantized() && size() > 1) {
+    submit_collective(std::move(work),
+                      quantized_reduce_scatter_schedule(rank_, size(), input, output, counts, op, wire.int8_block,
+                                                        engine_->scratch()),
+                      false);
+    return;
+  }
   submit_collective(std::move(work), scatter_schedule(input, output, counts, op), shm_ != nullptr);
 }
 
 // Reduce-scatter into this rank's own chunk of the tensor, then gather every chunk in place.
 void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
-                                    dist::ReduceOp op) {
+                                    dist::ReduceOp op, dist::ReduceWire wire) {
+  if (wire.quantized() && size() > 1) {
+    submit_collective(std::move(work),
+                      quantized_all_reduce_schedule(rank_, size(), tensor, op, wire.int8_block, engine_->scratch()),
+                      false);
+    return;
+  }
   const auto counts = even_counts(tensor.numel, size());
   const auto offsets = byte_offsets(counts, tensor.dtype);
   const dist::Buffer own{byte_at(tensor.data, offsets[rank_]), counts[rank_], tensor.dtype};

@@ -33,9 +33,9 @@ class MpiProcessGroup final : public dist::ProcessGroup {
                      std::vector<int64_t> counts) override;
   void do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
                          dist::Buffer output, std::vector<int64_t> counts,
-                         dist::ReduceOp op) override;
+                         dist::ReduceOp op, dist::ReduceWire wire) override;
   void do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buffer tensor,
-                     dist::ReduceOp op) override;
+                     dist::ReduceOp op, dist::ReduceWire wire) override;
   void do_broadcast(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int root) override;
   void do_barrier(std::shared_ptr<dist::Work> work) override;
   void do_send(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,

@@ -97,5 +97,27 @@ TEST(Quantize, EachElementComesBackWithinHalfItsBlocksScale) {
   EXPECT_EQ(s[0], 0.f);
 }
 
+// A message is the values then the scales, whole words: what quantize_int8 makes, laid out
+// for a collective to send.
+TEST(Quantize, MessagesHoldValuesThenScales) {
+  for (const int64_t n : {1, 5, 256, 1001}) {
+    const int64_t block = 64, bytes = quantized_message_bytes(n, block);
+    EXPECT_EQ(bytes, (n + 3) / 4 * 4 + 4 * quant_blocks(n, block)) << n;
+    const std::vector<float> x = data(n, block);
+    std::vector<int32_t> message(static_cast<size_t>(bytes / 4));
+    quantize_message(x.data(), n, block, message.data());
+    std::vector<int8_t> q(n);
+    std::vector<float> s(quant_blocks(n, block));
+    ref::quantize_int8(x.data(), n, block, q.data(), s.data());
+    const auto* bytes_of = reinterpret_cast<const char*>(message.data());
+    EXPECT_EQ(0, std::memcmp(bytes_of, q.data(), static_cast<size_t>(n))) << n;
+    EXPECT_EQ(0, std::memcmp(bytes_of + (n + 3) / 4 * 4, s.data(), s.size() * 4)) << n;
+    std::vector<float> back(n), back_ref(n);
+    dequantize_message(message.data(), n, block, back.data());
+    ref::dequantize_int8(q.data(), s.data(), n, block, back_ref.data());
+    EXPECT_EQ(back, back_ref) << n;
+  }
+}
+
 }  // namespace
 }  // namespace acc::kernels

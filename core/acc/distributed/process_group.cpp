@@ -6,6 +6,7 @@
 
 #include "acc/distributed/environment.h"
 #include "acc/distributed/traffic.h"
+#include "acc/kernels/quantize.h"
 #include "acc/util/error.h"
 
 namespace acc::dist {
@@ -35,6 +36,18 @@ void check_avg(const char* op, ReduceOp rop, const Tensor& t) {
             t.describe(), "; use sum for integer tensors");
 }
 
+void check_wire(const char* op, ReduceWire wire, const Tensor& t) {
+  ACC_CHECK(wire.int8_block >= 0, op, ": int8_block ", wire.int8_block, " is negative");
+  ACC_CHECK(!wire.quantized() || t.dtype() == DType::f32, op, ": an int8 wire quantizes f32, got ",
+            t.describe());
+}
+
+// The bytes of `buffer_bytes` of f32 as `wire` sends them.
+uint64_t wire_bytes_of(const Tensor& t, ReduceWire wire) {
+  return wire.quantized() ? static_cast<uint64_t>(kernels::quantized_message_bytes(t.numel(), wire.int8_block))
+                          : t.nbytes();
+}
+
 }  // namespace
 
 // Whether the ranks share a node (ACC_RANKS_PER_NODE simulates nodes).
@@ -59,10 +72,11 @@ std::string ProcessGroup::describe() const {
 }
 
 std::shared_ptr<Work> ProcessGroup::new_work(CollectiveOp op, const Tensor& whole,
-                                             std::vector<Tensor> buffers, int root, int reduce) {
+                                             std::vector<Tensor> buffers, int root, int reduce,
+                                             int64_t wire_block) {
   const auto signature = CollectiveSignature::make(
       next_seq_, op, whole.defined() ? static_cast<int32_t>(whole.dtype()) : -1,
-      whole.defined() ? whole.numel() : 0, root, reduce);
+      whole.defined() ? whole.numel() : 0, root, reduce, static_cast<int32_t>(wire_block));
   std::ostringstream os;
   os << collective_op_name(op) << " #" << next_seq_++ << " on " << describe();
   if (signature.where[0] != 0) os << ", during " << signature.where;
@@ -115,12 +129,13 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_async(const Tensor& input, co
 std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
                                                            const Tensor& output,
                                                            const std::vector<int64_t>& counts,
-                                                           ReduceOp rop) {
+                                                           ReduceOp rop, ReduceWire wire) {
   const char* op = "reduce_scatter";
   check_defined(op, "input", input);
   check_defined(op, "output", output);
   check_same_dtype(op, input, output);
   check_avg(op, rop, input);
+  check_wire(op, wire, input);
   ACC_CHECK(static_cast<int>(counts.size()) == size(), op, ": got ", counts.size(),
             " counts ", list_str(counts), " for ", describe(), "; expected one per rank");
   for (int64_t c : counts) ACC_CHECK(c >= 0, op, ": negative count in ", list_str(counts));
@@ -129,18 +144,20 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             input.describe(), ", output ", output.describe(), ", counts ", list_str(counts),
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
-  auto work = new_work(CollectiveOp::reduce_scatter, input, {input, output}, -1, static_cast<int>(rop));
-  work->set_wire_bytes(count_traffic(TrafficKind::reduce_scatter, input.nbytes(), size(), span_));
-  do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop);
+  auto work = new_work(CollectiveOp::reduce_scatter, input, {input, output}, -1, static_cast<int>(rop),
+                       wire.int8_block);
+  work->set_wire_bytes(count_traffic(TrafficKind::reduce_scatter, wire_bytes_of(input, wire), size(), span_));
+  do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop, wire);
   return work;
 }
 
-std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp rop) {
+std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp rop, ReduceWire wire) {
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
-  auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop));
-  work->set_wire_bytes(count_traffic(TrafficKind::all_reduce, tensor.nbytes(), size(), span_));
-  do_all_reduce(work, buffer_of(tensor), rop);
+  check_wire("all_reduce", wire, tensor);
+  auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop), wire.int8_block);
+  work->set_wire_bytes(count_traffic(TrafficKind::all_reduce, wire_bytes_of(tensor, wire), size(), span_));
+  do_all_reduce(work, buffer_of(tensor), rop, wire);
   return work;
 }
 

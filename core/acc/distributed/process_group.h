@@ -30,6 +30,17 @@ namespace acc::dist {
 
 enum class ReduceOp { sum, avg };  // avg: the sum divided by the group size (f32/bf16 only)
 
+// How a reduction's data crosses the wire: as the tensor's dtype, or (int8_block > 0, f32
+// tensors only) block-quantized to int8 with one f32 scale per int8_block elements
+// (kernels/quantize.h), summed in f32 on arrival: ZeRO++'s qgZ, about a quarter of f32's
+// bytes. A rank's own contribution to its chunk is not quantized; an all_reduce quantizes
+// the reduced chunks it gathers too, the owner's included, so every rank ends with the same
+// values.
+struct ReduceWire {
+  int64_t int8_block = 0;
+  bool quantized() const { return int8_block > 0; }
+};
+
 // A flat block of elements handed to a backend.
 struct Buffer {
   void* data = nullptr;
@@ -64,8 +75,9 @@ class ProcessGroup {
                                              ReduceOp op = ReduceOp::sum);
   std::shared_ptr<Work> reduce_scatter_v_async(const Tensor& input, const Tensor& output,
                                                const std::vector<int64_t>& counts,
-                                               ReduceOp op = ReduceOp::sum);
-  std::shared_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op = ReduceOp::sum);
+                                               ReduceOp op = ReduceOp::sum, ReduceWire wire = {});
+  std::shared_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op = ReduceOp::sum,
+                                         ReduceWire wire = {});
   std::shared_ptr<Work> broadcast_async(const Tensor& tensor, int root);
   std::shared_ptr<Work> barrier_async();
   // Point to point: tensors must match in numel and dtype on both sides; tag >= 0.
@@ -84,11 +96,12 @@ class ProcessGroup {
     reduce_scatter_async(input, output, op)->wait();
   }
   void reduce_scatter_v(const Tensor& input, const Tensor& output,
-                        const std::vector<int64_t>& counts, ReduceOp op = ReduceOp::sum) {
-    reduce_scatter_v_async(input, output, counts, op)->wait();
+                        const std::vector<int64_t>& counts, ReduceOp op = ReduceOp::sum,
+                        ReduceWire wire = {}) {
+    reduce_scatter_v_async(input, output, counts, op, wire)->wait();
   }
-  void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::sum) {
-    all_reduce_async(tensor, op)->wait();
+  void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::sum, ReduceWire wire = {}) {
+    all_reduce_async(tensor, op, wire)->wait();
   }
   void broadcast(const Tensor& tensor, int root) { broadcast_async(tensor, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
@@ -114,8 +127,9 @@ class ProcessGroup {
   virtual void do_all_gather(std::shared_ptr<Work> work, Buffer input, Buffer output,
                              std::vector<int64_t> counts) = 0;
   virtual void do_reduce_scatter(std::shared_ptr<Work> work, Buffer input, Buffer output,
-                                 std::vector<int64_t> counts, ReduceOp op) = 0;
-  virtual void do_all_reduce(std::shared_ptr<Work> work, Buffer tensor, ReduceOp op) = 0;
+                                 std::vector<int64_t> counts, ReduceOp op, ReduceWire wire) = 0;
+  virtual void do_all_reduce(std::shared_ptr<Work> work, Buffer tensor, ReduceOp op,
+                             ReduceWire wire) = 0;
   virtual void do_broadcast(std::shared_ptr<Work> work, Buffer tensor, int root) = 0;
   virtual void do_barrier(std::shared_ptr<Work> work) = 0;
   virtual void do_send(std::shared_ptr<Work> work, Buffer tensor, int peer, int tag) = 0;
@@ -127,7 +141,7 @@ class ProcessGroup {
   // The work of one collective, holding `buffers` until it has completed (see Work::hold); its
   // signature's `where` and its description name what this thread is doing (util/activity.h).
   std::shared_ptr<Work> new_work(CollectiveOp op, const Tensor& whole, std::vector<Tensor> buffers,
-                                 int root = -1, int reduce = -1);
+                                 int root = -1, int reduce = -1, int64_t wire_block = 0);
 
   std::string name_;
   std::vector<int> world_ranks_;

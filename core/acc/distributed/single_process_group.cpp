@@ -6,7 +6,8 @@
 
 namespace acc::dist {
 
-// With one rank the sum and the average of one contribution are the contribution itself.
+// With one rank the sum and the average of one contribution are the contribution itself, and
+// a quantized wire has nothing to carry.
 void SingleProcessGroup::do_all_gather(std::shared_ptr<Work> work, Buffer input, Buffer output,
                                        std::vector<int64_t>) {
   if (input.data != output.data) std::memmove(output.data, input.data, input.nbytes());
@@ -14,12 +15,12 @@ void SingleProcessGroup::do_all_gather(std::shared_ptr<Work> work, Buffer input,
 }
 
 void SingleProcessGroup::do_reduce_scatter(std::shared_ptr<Work> work, Buffer input,
-                                           Buffer output, std::vector<int64_t>, ReduceOp) {
+                                           Buffer output, std::vector<int64_t>, ReduceOp, ReduceWire) {
   if (input.data != output.data) std::memmove(output.data, input.data, output.nbytes());
   work->mark_done();
 }
 
-void SingleProcessGroup::do_all_reduce(std::shared_ptr<Work> work, Buffer, ReduceOp) {
+void SingleProcessGroup::do_all_reduce(std::shared_ptr<Work> work, Buffer, ReduceOp, ReduceWire) {
   work->mark_done();
 }
 

@@ -17,8 +17,8 @@ class SingleProcessGroup final : public ProcessGroup {
   void do_all_gather(std::shared_ptr<Work> work, Buffer input, Buffer output,
                      std::vector<int64_t> counts) override;
   void do_reduce_scatter(std::shared_ptr<Work> work, Buffer input, Buffer output,
-                         std::vector<int64_t> counts, ReduceOp op) override;
-  void do_all_reduce(std::shared_ptr<Work> work, Buffer tensor, ReduceOp op) override;
+                         std::vector<int64_t> counts, ReduceOp op, ReduceWire wire) override;
+  void do_all_reduce(std::shared_ptr<Work> work, Buffer tensor, ReduceOp op, ReduceWire wire) override;
   void do_broadcast(std::shared_ptr<Work> work, Buffer tensor, int root) override;
   void do_barrier(std::shared_ptr<Work> work) override;
   void do_send(std::shared_ptr<Work> work, Buffer tensor, int peer, int tag) override;

@@ -144,6 +144,20 @@ void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t bl
   });
 }
 
+int64_t quantized_message_bytes(int64_t n, int64_t block) {
+  return (n + 3) / 4 * 4 + 4 * quant_blocks(n, block);
+}
+
+void quantize_message(const float* x, int64_t n, int64_t block, void* message) {
+  auto* q = static_cast<int8_t*>(message);
+  quantize_int8(x, n, block, q, reinterpret_cast<float*>(q + (n + 3) / 4 * 4));
+}
+
+void dequantize_message(const void* message, int64_t n, int64_t block, float* out) {
+  const auto* q = static_cast<const int8_t*>(message);
+  dequantize_int8(q, reinterpret_cast<const float*>(q + (n + 3) / 4 * 4), n, block, out);
+}
+
 namespace ref {
 void quantize_int8(const float* x, int64_t n, int64_t block, int8_t* q, float* scales) {
   for (int64_t at = 0, k = 0; at < n; at += block, ++k) {

@@ -24,6 +24,12 @@ void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t bl
 // Straight into the compute dtype, as a quantized gather lands.
 void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t block, bfloat16* out);
 
+// One message of a quantized collective: the n int8 values (padded to whole 4-byte words),
+// then their quant_blocks(n, block) f32 scales. quantized_message_bytes is its size.
+int64_t quantized_message_bytes(int64_t n, int64_t block);
+void quantize_message(const float* x, int64_t n, int64_t block, void* message);
+void dequantize_message(const void* message, int64_t n, int64_t block, float* out);
+
 namespace ref {
 void quantize_int8(const float* x, int64_t n, int64_t block, int8_t* q, float* scales);
 void dequantize_int8(const int8_t* q, const float* scales, int64_t n, int64_t block, float* out);
