@@ -257,35 +257,41 @@ struct Bench {
 
   // The levers for many machines (run with ranks on more than one node, or ACC_RANKS_PER_NODE
   // simulating it): FULL_SHARD, HYBRID_SHARD, FULL_SHARD with node copies (hpZ), with int8
-  // weight gathers (qwZ) and with both; tokens/s and bytes sent per step across nodes and
-  // within, each against plain FULL_SHARD's.
+  // weight gathers (qwZ), with int8 gradient reductions (qgZ) and with all three; tokens/s,
+  // exposed communication and bytes sent per step across nodes and within, each against plain
+  // FULL_SHARD's.
   void lever_rows(bool bf16) {
     struct Lever {
       const char* name;
       const char* strategy;
-      bool node_copies, int8_gathers;
+      bool node_copies, int8_gathers, int8_gradients;
     };
-    const Lever levers[] = {{"FULL_SHARD", "FULL_SHARD", false, false},
-                            {"HYBRID_SHARD", "HYBRID_SHARD", false, false},
-                            {"FULL_SHARD + node copies", "FULL_SHARD", true, false},
-                            {"FULL_SHARD + int8 gathers", "FULL_SHARD", false, true},
-                            {"FULL_SHARD + node copies + int8 gathers", "FULL_SHARD", true, true}};
+    const Lever levers[] = {{"FULL_SHARD", "FULL_SHARD", false, false, false},
+                            {"HYBRID_SHARD", "HYBRID_SHARD", false, false, false},
+                            {"FULL_SHARD + node copies", "FULL_SHARD", true, false, false},
+                            {"FULL_SHARD + int8 gathers", "FULL_SHARD", false, true, false},
+                            {"FULL_SHARD + int8 gradients", "FULL_SHARD", false, false, true},
+                            {"FULL_SHARD + all three", "FULL_SHARD", true, true, true}};
     Result plain{};
     for (const auto& lever : levers) {
       Config config = fsdp_config(lever.strategy, bf16);
       config.dist.fsdp.reshard_to_node = lever.node_copies;
       config.dist.fsdp.quantize_weights = lever.int8_gathers;
+      config.dist.fsdp.quantize_gradients = lever.int8_gradients;
       const Result r = run(config);
       const bool first = &lever == levers;
       if (first) plain = r;
       const std::string label = std::string(lever.name) + (bf16 ? " bf16" : " f32");
       rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, first ? 0 : plain.tokens_per_s, "FULL_SHARD", 0});
+      rows.push_back({label + " exposed comm/step", "ms", 1e3 * r.exposed_comm_s, first ? 0 : 1e3 * plain.exposed_comm_s,
+                      "FULL_SHARD", 0});
       rows.push_back({label + " sent/step cross-node", "MB", r.cross_node_mb, first ? 0 : plain.cross_node_mb,
                       "FULL_SHARD", 0});
       rows.push_back({label + " sent/step node-local", "MB", r.node_mb, 0, "", 0});
       if (world().rank() == 0)
-        std::printf("%s: %.1f tokens/s, sent/step %.1f MB across nodes, %.1f MB within\n", label.c_str(),
-                    r.tokens_per_s, r.cross_node_mb, r.node_mb);
+        std::printf("%s: %.1f tokens/s, exposed communication %.0f ms/step, sent/step %.1f MB across nodes, "
+                    "%.1f MB within\n",
+                    label.c_str(), r.tokens_per_s, 1e3 * r.exposed_comm_s, r.cross_node_mb, r.node_mb);
       std::fflush(stdout);
     }
   }

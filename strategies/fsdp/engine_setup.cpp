@@ -73,7 +73,9 @@ EngineOptions engine_options(const Config& config, const models::Model& model, E
                        .bucket_numel = fsdp.bucket_mb > 0
                                            ? std::max<int64_t>(static_cast<int64_t>(fsdp.bucket_mb * (1 << 20)) / 4, 1)
                                            : 0,
-                       .quantize_block = fsdp.quantize_weights ? fsdp.quantize_block : 0};
+                       .quantize_block = fsdp.quantize_weights ? fsdp.quantize_block : 0,
+                       .quantize_gradient_block = fsdp.quantize_gradients ? fsdp.quantize_block : 0,
+                       .node_copies = layout.node_copies};
 }
 
 }  // namespace acc::fsdp

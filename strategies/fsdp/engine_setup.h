@@ -22,10 +22,11 @@ struct EngineLayout {
   UnitGroups replicated_groups;   // the ignored modules' (whole on every rank of the model)
   bool reshard_after_forward;     // FULL_SHARD, HYBRID_SHARD, SPMD's fsdp axis
   int shard_size;                 // ranks that split each unit (sizes the offload_dir check)
+  bool node_copies = false;       // units keep node copies (UnitGroups::node; hpZ)
 };
 
 // The engine's options: `layout`, and from the config mixed precision, checkpointing,
-// prefetch, reduce dtype and offload.
+// prefetch, reduce dtype, offload, buckets and quantization.
 EngineOptions engine_options(const Config& config, const models::Model& model, EngineLayout layout);
 
 }  // namespace acc::fsdp

@@ -55,6 +55,10 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
     if (p.requires_grad()) trainable_numel_ = numel;
   }
   const int64_t ranks = groups_.shard->size();
+  if (groups_.across)
+    ACC_CHECK(groups_.node && groups_.shard->rank() == groups_.across->rank() * groups_.node->size() + groups_.node->rank(),
+              "FSDP unit '", name_, "': shard-group rank ", groups_.shard->rank(), " is not rank ",
+              groups_.node ? groups_.node->rank() : -1, " of node ", groups_.across->rank());
   const int64_t per_rank = (numel + ranks - 1) / ranks;
   const int64_t align = options_.row_numel > 0 ? std::lcm(kShardAlign, options_.row_numel) : kShardAlign;
   shard_ = std::max<int64_t>(align, (per_rank + align - 1) / align * align);
@@ -224,7 +228,7 @@ void FlatUnit::release() {
 
 void FlatUnit::reshard_after_forward() {
   Tensor kept;
-  if (groups_.node && sharded() && gathered()) {
+  if (options_.node_copies && groups_.node && sharded() && gathered()) {
     wait_for_gather();
     const int64_t part = full_.numel() / groups_.node->size();
     memory::CategoryScope scope(memory::Category::parameters);
@@ -375,18 +379,55 @@ std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& fl
   if (options_.reduce_bf16 && (scatter || replicated))
     r.wire_ = new_buffer(r.reduced_.numel(), DType::bf16, memory::Category::communication);
   Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;
-  if (scatter)
-    r.works_.push_back(groups_.shard->reduce_scatter_v_async(
-        r.wire_.defined() ? flat.to(DType::bf16) : flat, out, scatter_counts, dist::ReduceOp::avg));
+  if (scatter && groups_.across && options_.quantize_gradient_block > 0)
+    reduce_scatter_over_nodes(r, flat, out, scatter_counts);
+  else if (scatter)
+    r.works_.push_back(groups_.shard->reduce_scatter_v_async(r.wire_.defined() ? flat.to(DType::bf16) : flat, out,
+                                                             scatter_counts, dist::ReduceOp::avg,
+                                                             wire_over(*groups_.shard)));
   else if (!out.is_same(flat))
     out.copy_(flat);
   // Collectives run in issue order (process_group.h): this one reads the finished reduce-scatter.
-  if (replicated) r.works_.push_back(groups_.replicate->all_reduce_async(out, dist::ReduceOp::avg));
+  if (replicated)
+    r.works_.push_back(groups_.replicate->all_reduce_async(out, dist::ReduceOp::avg, wire_over(*groups_.replicate)));
   if (r.works_.empty()) {  // one rank: nothing to wait for
     r.land();
     return std::nullopt;
   }
   return r;
+}
+
+// ZeRO++'s hierarchical qgZ. First inside the node, in f32: local rank l receives the sum over
+// the node of the parts of shard-group ranks n * L + l for every node n, so the bucket is laid
+// out by place (l) before node (n). Then across nodes over the int8 wire among the ranks at
+// place l: each keeps its own part. Only 1/L of the bucket crosses nodes, as int8.
+void FlatUnit::reduce_scatter_over_nodes(Reduction& r, const Tensor& flat, const Tensor& out,
+                                         const std::vector<int64_t>& counts) {
+  const int places = groups_.node->size(), nodes = groups_.across->size();
+  std::vector<int64_t> offsets(counts.size() + 1, 0);
+  for (size_t g = 0; g < counts.size(); ++g) offsets[g + 1] = offsets[g] + counts[g];
+  Tensor by_place = bucket_buffer(flat.numel());
+  std::vector<int64_t> place_counts(static_cast<size_t>(places), 0);
+  int64_t at = 0;
+  for (int l = 0; l < places; ++l)
+    for (int n = 0; n < nodes; ++n) {
+      const size_t g = static_cast<size_t>(n * places + l);
+      by_place.slice_flat(at, {counts[g]}).copy_(flat.slice_flat(offsets[g], {counts[g]}));
+      at += counts[g];
+      place_counts[l] += counts[g];
+    }
+  const int mine = groups_.node->rank();
+  std::vector<int64_t> node_counts(static_cast<size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) node_counts[n] = counts[static_cast<size_t>(n * places + mine)];
+  Tensor node_sum = bucket_buffer(place_counts[mine]);
+  r.works_.push_back(groups_.node->reduce_scatter_v_async(by_place, node_sum, place_counts, dist::ReduceOp::avg));
+  r.works_.push_back(groups_.across->reduce_scatter_v_async(node_sum, out, node_counts, dist::ReduceOp::avg,
+                                                            dist::ReduceWire{options_.quantize_gradient_block}));
+}
+
+dist::ReduceWire FlatUnit::wire_over(const dist::ProcessGroup& group) const {
+  if (group.span() != dist::Span::cross_node) return {};
+  return dist::ReduceWire{options_.quantize_gradient_block};
 }
 
 bool FlatUnit::communicates() const { return sharded() || groups_.replicate->size() > 1; }

@@ -31,9 +31,12 @@ namespace acc::fsdp {
 struct UnitGroups {
   std::shared_ptr<dist::ProcessGroup> shard;      // ranks that split the unit between them
   std::shared_ptr<dist::ProcessGroup> replicate;  // ranks holding the same shard (hybrid, NO_SHARD)
-  // The shard group's ranks on this node, when units keep a node copy between their forward
-  // and backward (fsdp_reshard_after_forward: node, ZeRO++'s hpZ); null otherwise.
+  // When the shard group spans several nodes and a lever needs them (node copies, int8
+  // gradients): its ranks on this rank's node (`node`), and its ranks at this rank's place on
+  // every node (`across`, int8 gradients only); null otherwise. Shard-group rank n * L + l is
+  // rank l of node n: `node` rank l, `across` rank n.
   std::shared_ptr<dist::ProcessGroup> node = nullptr;
+  std::shared_ptr<dist::ProcessGroup> across = nullptr;
   // What the two groups are along the strategy's mesh axes, for the unit's parameter pieces
   // (FSDP: sharded along `shard`, replicated along `replicate`; the ignored modules' unit
   // replicated along both).
@@ -66,6 +69,13 @@ class FlatUnit {
     // elements of a parameter (fsdp_quantize_weights: int8, ZeRO++'s qwZ); 0: the compute
     // dtype.
     int64_t quantize_block = 0;
+    // > 0: gradient reductions over groups that span nodes send int8, a scale per this many
+    // elements (fsdp_quantize_gradients: int8, ZeRO++'s qgZ); with UnitGroups::across they
+    // reduce inside the node in f32 first and quantize only what crosses nodes.
+    int64_t quantize_gradient_block = 0;
+    // After the forward keep a copy sharded over UnitGroups::node (fsdp_reshard_after_forward:
+    // node, ZeRO++'s hpZ).
+    bool node_copies = false;
   };
 
   // Takes `params` (qualified names in `root`) out of the model: copies this rank's part of
@@ -151,7 +161,8 @@ class FlatUnit {
   };
   // Slot i's gradient: summed locally (no sync), or put into its buckets. Returns the
   // reductions of the buckets it completed: reduce-scattered (average) over the shard group
-  // into this rank's part, then all-reduced (average) over the replicate group. Buckets whose
+  // into this rank's part, then all-reduced (average) over the replicate group (each over an
+  // int8 wire where Options::quantize_gradient_block says so). Buckets whose
   // collectives had nothing to communicate (one rank) have landed already.
   std::vector<Reduction> take_gradient(size_t i, const Tensor& grad);
   // At the end of a backward in which some trainable parameters got no gradient (a branch
@@ -212,6 +223,12 @@ class FlatUnit {
   // over the shard group (with its counts; none when empty), then the replicas' average.
   // Returns r in flight, or none when there was nothing to communicate (it has landed).
   std::optional<Reduction> issue(Reduction r, const Tensor& flat, const std::vector<int64_t>& scatter_counts);
+  // The reduce-scatter of `flat` into `out` in two levels (UnitGroups::node, then ::across).
+  void reduce_scatter_over_nodes(Reduction& r, const Tensor& flat, const Tensor& out,
+                                 const std::vector<int64_t>& counts);
+  // How a reduction over `group` crosses the wire: int8 when it spans nodes and the options
+  // ask for it.
+  dist::ReduceWire wire_over(const dist::ProcessGroup& group) const;
   int local_parts_ = 0;  // take_local_gradient's calls this pass
   size_t trainable_ = 0;  // slots whose parameter requires grad: the gradients a pass waits for
   int64_t trainable_numel_ = 0;  // the flat prefix the trainable slots fill

@@ -60,6 +60,9 @@ void check(const Config& c) {
   const FsdpConfig& f = c.dist.fsdp;
   ACC_CHECK(f.size >= 0, "fsdp_config.fsdp_size: must be >= 0 (got ", f.size, ")");
   ACC_CHECK(f.quantize_block >= 16, "fsdp_config.fsdp_quantize_block: must be >= 16 (got ", f.quantize_block, ")");
+  ACC_CHECK(!(f.quantize_gradients && f.reduce_bf16),
+            "fsdp_config.fsdp_quantize_gradients: int8 reduces in f32 inside a node and sends int8 across nodes; "
+            "it does not combine with fsdp_reduce_dtype: bf16");
   ACC_CHECK(f.bucket_mb >= 0, "fsdp_config.fsdp_bucket_mb: must be >= 0 (got ", f.bucket_mb, ")");
   ACC_CHECK(f.min_num_params >= 0, "fsdp_config.fsdp_min_num_params: must be >= 0 (got ", f.min_num_params, ")");
   ACC_CHECK(f.wrap_fn || f.effective_wrap_policy() != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
@@ -147,6 +150,12 @@ OptionSection option_section() {
                                          .help = "int8: training gathers send weights block-quantized to int8 "
                                                  "(ZeRO++'s qwZ): a quarter of f32's bytes, half of bf16's"},
                                         &FsdpConfig::quantize_weights);
+  OptionSpec quantize_gradients = two_way({.key = "fsdp_quantize_gradients",
+                                           .default_value = "none",
+                                           .allowed = {"none", "int8"},
+                                           .help = "int8: gradient reductions across nodes send int8 (ZeRO++'s qgZ), "
+                                                   "after a reduction inside the node in f32"},
+                                          &FsdpConfig::quantize_gradients);
   OptionSpec reshard = two_way({.key = "fsdp_reshard_after_forward",
                                 .default_value = "true",
                                 .allowed = {"true", "node"},
@@ -250,9 +259,10 @@ OptionSection option_section() {
                          &FsdpConfig::bucket_mb),
                      &FsdpConfig::bucket_mb, FsdpConfig{}.bucket_mb),
               quantize_weights,
+              quantize_gradients,
               reshard,
               unless(key({.key = "fsdp_quantize_block", .type = T::integer, .default_value = "256", .min = 16,
-                          .help = "fsdp_quantize_weights: elements that share one scale"},
+                          .help = "fsdp_quantize_weights, fsdp_quantize_gradients: elements that share one scale"},
                          &FsdpConfig::quantize_block),
                      &FsdpConfig::quantize_block, FsdpConfig{}.quantize_block),
               version,

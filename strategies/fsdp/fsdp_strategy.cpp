@@ -30,17 +30,20 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
   mesh_ = std::make_shared<Mesh>(world, std::vector<int>{n / shard_size_, shard_size_},
                                  std::vector<std::string>{kReplicateAxis, kShardAxis});
   self_group_ = dist::self_group(*world);
-  node_group_ = nullptr;
-  if (!config.dist.fsdp.reshard_to_node) return;
+  node_group_ = across_group_ = nullptr;
+  const FsdpConfig& fsdp = config.dist.fsdp;
   const int local = std::max(1, topology.local_size);
-  if (!keeps_node_copies(setting_, shard_size_, local)) {
+  node_copies_ = fsdp.reshard_to_node && keeps_node_copies(setting_, shard_size_, local);
+  if (fsdp.reshard_to_node && !node_copies_)
     log::info("fsdp_config.fsdp_reshard_after_forward: node changes nothing for {} over shard groups of {} "
               "ranks with {} ranks per node: no gather crosses nodes after the forward",
               name(), shard_size_, local);
-    return;
-  }
+  // Two-level int8 reductions need whole nodes of more than one rank; otherwise a reduction
+  // that spans nodes goes over the int8 wire in one level.
+  const bool two_level = fsdp.quantize_gradients && local > 1 && shard_size_ > local && shard_size_ % local == 0;
   const auto& shard = mesh_->group(kShardAxis);  // consecutive ranks: a node's are together
-  node_group_ = shard->split(shard->rank() / local, shard->rank(), "node copies");
+  if (node_copies_ || two_level) node_group_ = shard->split(shard->rank() / local, shard->rank(), "node");
+  if (two_level) across_group_ = shard->split(shard->rank() % local, shard->rank(), "across nodes");
 }
 
 std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> model) {
@@ -55,13 +58,15 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
        .groups = {.shard = mesh_->group(kShardAxis),
                   .replicate = mesh_->group(kReplicateAxis),
                   .node = node_group_,
+                  .across = across_group_,
                   .placements = {{kReplicateAxis, Kind::replicated, replicas}, {kShardAxis, Kind::sharded, shard_size_}}},
        .replicated_groups = {.shard = self_group_,  // every rank, whole
                              .replicate = world(),
                              .placements = {{kReplicateAxis, Kind::replicated, replicas},
                                             {kShardAxis, Kind::replicated, shard_size_}}},
        .reshard_after_forward = reshards_after_forward(setting_),
-       .shard_size = shard_size_});
+       .shard_size = shard_size_,
+       .node_copies = node_copies_});
   log::debug("{}: {} units, shard groups of {} ranks, {} replicas", name(), plans.size(),
              shard_size_, replicas);
   return std::make_shared<FsdpModel>(std::move(model), std::move(plans), std::move(options));

@@ -36,9 +36,10 @@ class FsdpStrategy final : public Strategy {
   int shard_size_ = 1;
   std::shared_ptr<Mesh> mesh_;  // (replicate, shard), row-major: shard groups are consecutive ranks
   std::shared_ptr<dist::ProcessGroup> self_group_;
-  // fsdp_reshard_after_forward: node: the shard group's ranks on this node; null when unset or
-  // when every shard group lies within a node already.
-  std::shared_ptr<dist::ProcessGroup> node_group_;
+  // When shard groups span nodes and fsdp_reshard_after_forward: node or
+  // fsdp_quantize_gradients: int8 asks for them (UnitGroups::node, ::across); null otherwise.
+  std::shared_ptr<dist::ProcessGroup> node_group_, across_group_;
+  bool node_copies_ = false;  // fsdp_reshard_after_forward: node, and it applies
 };
 
 }  // namespace acc::fsdp

@@ -89,7 +89,7 @@ TEST(QuantizedGather, GathersMoveAQuarterOfF32Bytes) {
 }
 
 // A few AdamW steps: the losses stay within 1% of exact gathers' (the 300-step Brown run is
-// bench/strategies/quantized_gathers.sh).
+// bench/strategies/quantized.sh).
 TEST(QuantizedGather, TrainsCloseToExactGathers) {
   constexpr int64_t kSteps = 3, kGlobalBatch = 8;
   const RunResult exact = run_accelerated("gpt2", quantized_config(false), kSteps, kGlobalBatch);
