@@ -6,14 +6,15 @@
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
-//                    these), levers (4 ranks as 2 nodes: levers.sh)]
+//                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh)]
+//                    [--precision both|f32|bf16 (default both)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
 // forward and backward prefetch against the single process (target >= 0.95x), with its
 // communication per step, exposed and in all; FULL_SHARD's gradient bucket sizes with their
-// reduce-scatters per step; the levers for many machines (node copies, int8 gathers) with the
-// bytes each sends across nodes; FULL_SHARD with fsdp_offload_params (compute
+// reduce-scatters per step; the levers for many machines (node copies, int8 gathers and
+// gradients) with the bytes each sends across nodes; FULL_SHARD with fsdp_offload_params (compute
 // tier's peak against FULL_SHARD's whole peak) and with fsdp_offload_dir (peak resident memory
 // per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state).
 // With --rss-budget only the model that should not fit is run (medium.sh: GPT-2 medium on 4
@@ -398,6 +399,9 @@ int run(int argc, char** argv) {
   const std::string offload_dir = args.get("offload-dir", "bench/results/offload");
   const double budget_mb = args.get_double("rss-budget", 0);
   const auto cases = parse_cases(args.get("cases", "strategies,prefetch,buckets,checkpointing,offload,spmd"));
+  const std::string precision = args.get("precision", "both");
+  ACC_CHECK(precision == "both" || precision == "f32" || precision == "bf16", "--precision: '", precision,
+            "' is not one of both, f32, bf16");
   args.finish();
   std::filesystem::create_directories(offload_dir);
   models::GPT2Config gpt = models::GPT2Config::from_name_or_file(model);
@@ -424,6 +428,7 @@ int run(int argc, char** argv) {
   else if (!single)
     strategies = needs_full_shard ? std::vector<std::string>{"FULL_SHARD"} : std::vector<std::string>{};
   for (bool bf16 : {false, true}) {
+    if (precision != "both" && (precision == "bf16") != bf16) continue;
     const double baseline = bf16 ? base_bf16 : base_f32;
     const Result full_shard = b.strategy_rows(strategies, bf16, baseline);
     if (single) continue;

@@ -44,8 +44,8 @@ struct CommEngine::Active {
   std::chrono::steady_clock::time_point started;
 };
 
-CommEngine::CommEngine(std::chrono::duration<double> timeout)
-    : timeout_(timeout), sim_link_(sim_link_from_environment()) {
+CommEngine::CommEngine(std::chrono::duration<double> timeout, bool two_lanes)
+    : timeout_(timeout), sim_link_(sim_link_from_environment()), two_lanes_(two_lanes) {
   thread_ = std::thread([this] { thread_main(); });
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return init_done_; });
@@ -130,7 +130,7 @@ void CommEngine::post_round(Active& a) {
   a.requests.clear();
   a.messages.clear();
   const Round& round = a.task.schedule.rounds[a.round];
-  const int tag = a.task.collective ? 0 : a.task.tag;
+  const int tag = a.task.tag;
   for (const Message& m : round.messages) {
     size_t done = 0;
     do {  // at least one request, so empty messages still synchronise
@@ -234,9 +234,11 @@ void CommEngine::thread_main() {
     MPI_Comm_rank(coll_comm_, &world_rank_);
     MPI_Comm_size(coll_comm_, &world_size_);
     world_shm_ = ShmChannel::create(coll_comm_);
-    int check = dist::signature_check_enabled() ? 1 : 0, everywhere = 0;
-    check_mpi(MPI_Allreduce(&check, &everywhere, 1, MPI_INT, MPI_MIN, coll_comm_), "MPI_Allreduce");
-    check_signatures_ = everywhere == 1;
+    // Choices every rank must make alike: a rank alone in its choice would hang its peers.
+    int wanted[2] = {dist::signature_check_enabled() ? 1 : 0, two_lanes_ ? 1 : 0}, everywhere[2] = {0, 0};
+    check_mpi(MPI_Allreduce(wanted, everywhere, 2, MPI_INT, MPI_MIN, coll_comm_), "MPI_Allreduce");
+    check_signatures_ = everywhere[0] == 1;
+    two_lanes_ = everywhere[1] == 1;
   } catch (const std::exception& e) {
     init_error_ = e.what();
   }
@@ -260,11 +262,13 @@ void CommEngine::thread_main() {
       return false;
     }
   };
-  std::deque<Task> waiting;  // collectives not yet started, in submission order
-  bool collective_running = false;
+  // Per lane: collectives not yet started, in submission order, and whether one is running.
+  std::deque<Task> waiting[2];
+  bool collective_running[2] = {false, false};
+  auto nothing_waiting = [&] { return waiting[0].empty() && waiting[1].empty(); };
   for (;;) {
     std::deque<Task> incoming;
-    if (active.empty() && waiting.empty()) {
+    if (active.empty() && nothing_waiting()) {
       // Idle: poll briefly before sleeping, since the next collective often follows at once
       // (a step issues them back to back) and waking a sleeping thread costs microseconds.
       const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
@@ -274,7 +278,7 @@ void CommEngine::thread_main() {
     }
     {
       std::unique_lock lock(mutex_);
-      if (active.empty() && waiting.empty())
+      if (active.empty() && nothing_waiting())
         cv_.wait(lock, [&] { return !queue_.empty() || stopping_ || abort_code_ >= 0; });
       incoming.swap(queue_);
       queued_.store(0, std::memory_order_release);
@@ -282,7 +286,7 @@ void CommEngine::thread_main() {
           static_cast<int>(std::count_if(incoming.begin(), incoming.end(), [](const Task& t) { return t.collective; })),
           std::memory_order_release);
       if (abort_code_ >= 0) MPI_Abort(MPI_COMM_WORLD, abort_code_);
-      if (stopping_ && incoming.empty() && active.empty() && waiting.empty() &&
+      if (stopping_ && incoming.empty() && active.empty() && nothing_waiting() &&
           !running_here_.load(std::memory_order_acquire))
         break;
     }
@@ -294,24 +298,27 @@ void CommEngine::thread_main() {
                              ": not started because an earlier communication failed: " + failed);
     };
     if (const std::string failed = broken(); !failed.empty()) {
-      for (Task& task : waiting) fail_unstarted(task, failed);
-      waiting.clear();
+      for (auto& lane : waiting) {
+        for (Task& task : lane) fail_unstarted(task, failed);
+        lane.clear();
+      }
     }
     for (Task& task : incoming) {
       if (const std::string failed = broken(); !failed.empty()) {
         fail_unstarted(task, failed);
       } else if (task.collective) {
-        waiting.push_back(std::move(task));
+        waiting[task.lane].push_back(std::move(task));
       } else {
         launch(std::move(task));
       }
     }
     // Not while a waiting thread runs one: the collectives here were submitted after it.
-    if (!collective_running && !waiting.empty() && !running_here_.load(std::memory_order_acquire)) {
-      collective_running = launch(std::move(waiting.front()));
-      if (!collective_running) collectives_taken_.fetch_sub(1, std::memory_order_release);
-      waiting.pop_front();
-    }
+    for (int lane = 0; lane < 2; ++lane)
+      if (!collective_running[lane] && !waiting[lane].empty() && !running_here_.load(std::memory_order_acquire)) {
+        collective_running[lane] = launch(std::move(waiting[lane].front()));
+        if (!collective_running[lane]) collectives_taken_.fetch_sub(1, std::memory_order_release);
+        waiting[lane].pop_front();
+      }
     bool finished_any = false;
     for (auto it = active.begin(); it != active.end();) {
       bool finished = true;
@@ -322,7 +329,7 @@ void CommEngine::thread_main() {
       }
       if (finished) {
         if ((*it)->task.collective) {
-          collective_running = false;
+          collective_running[(*it)->task.lane] = false;
           collectives_taken_.fetch_sub(1, std::memory_order_release);
         }
         it = active.erase(it);

@@ -5,7 +5,10 @@
 //
 // Ordering: collectives start one at a time in the order they were submitted (the same order
 // on every rank, as the API requires); point-to-point transfers start at once and progress
-// alongside. A collective that makes no MPI call (the shared-memory schedules) may instead run
+// alongside. With two lanes (more than one node), urgent collectives (dist::Lane) form a
+// second such queue that progresses beside the first, so an urgent gather never waits behind
+// ordered reductions: its messages carry tag 1 on the group's communicator, the ordered ones
+// tag 0, so the lanes' messages never match each other. A collective that makes no MPI call (the shared-memory schedules) may instead run
 // on the thread that waits for it, when nothing is ahead of it (run_here): a blocking
 // collective then costs no hand-off to this thread and back, which on a core shared by both
 // threads is two thread switches. Every task must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails
@@ -37,20 +40,23 @@ namespace acc::mpi {
 struct Task {
   bool collective = true;  // false: point to point (its own lane, no ordering)
   MPI_Comm comm = MPI_COMM_NULL;
-  // Point to point: the user's tag. Collectives use tag 0 on their own communicator: both
-  // ends post each link's messages in the same order, and MPI matches them in that order.
+  // Point to point: the user's tag. Collectives use their lane as the tag on their own
+  // communicator: both ends post each link's messages in the same order, and MPI matches them
+  // in that order.
   int tag = 0;
   std::vector<int> world_ranks;  // group rank -> world rank, for messages
   std::shared_ptr<dist::Work> work;
   Schedule schedule;
   // The schedule makes no MPI call (shared memory only), so any thread may run it.
   bool any_thread = false;
+  int lane = 0;  // collectives: 0 ordered, 1 urgent (dist::Lane)
 };
 
 class CommEngine {
  public:
   // Starts the thread, initialises MPI on it and duplicates MPI_COMM_WORLD; throws on failure.
-  explicit CommEngine(std::chrono::duration<double> timeout);
+  // `two_lanes`: this rank wants the urgent lane (the ranks agree: all or none get it).
+  CommEngine(std::chrono::duration<double> timeout, bool two_lanes);
   ~CommEngine() { stop(); }
   // Finishes queued tasks, then finalizes MPI (or aborts the job if broken); idempotent.
   // Tasks submitted afterwards fail at once.
@@ -70,6 +76,10 @@ class CommEngine {
   bool check_signatures() const { return check_signatures_; }
   // The simulated link that paces collectives across nodes (sim_link.h); none unless set.
   const std::optional<SimLink>& sim_link() const { return sim_link_; }
+  // The simulated link's time, shared by the lanes.
+  LinkClock& link_clock() { return link_clock_; }
+  // Whether urgent collectives get a lane of their own: every rank wanted it.
+  bool two_lanes() const { return two_lanes_; }
 
   void submit(Task task);
   // Runs the collective of `work` on the calling thread if it is the next to start, the comm
@@ -98,6 +108,8 @@ class CommEngine {
   std::shared_ptr<ShmChannel> world_shm_;
   bool check_signatures_ = true;
   std::optional<SimLink> sim_link_;
+  LinkClock link_clock_;
+  bool two_lanes_ = false;
   bool we_initialized_mpi_ = false;
 
   std::mutex mutex_;

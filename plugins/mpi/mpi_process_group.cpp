@@ -30,20 +30,20 @@ MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string
       shm_(std::move(shm)) {}
 
 void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule,
-                                        bool any_thread) {
+                                        bool any_thread, int lane) {
   if (engine_->check_signatures() && work->signature() && size() > 1) {
-    Schedule checked = shm_ ? shm_signature_check_schedule(shm_, *work->signature(), world_ranks())
+    Schedule checked = shm_ && lane == 0 ? shm_signature_check_schedule(shm_, *work->signature(), world_ranks())
                             : signature_check_schedule(rank_, size(), *work->signature(), world_ranks());
     checked.append(std::move(schedule));
     schedule = std::move(checked);
   }
   if (span() == dist::Span::cross_node && engine_->sim_link())
-    pace(schedule, *engine_->sim_link(), work->wire_bytes(), rank_);
+    pace(schedule, *engine_->sim_link(), engine_->link_clock(), work->wire_bytes(), rank_);
   if (any_thread)  // the thread that waits may run it (CommEngine::run_here)
     work->set_runner([engine = std::weak_ptr<CommEngine>(engine_), w = work.get()] {
       if (auto e = engine.lock()) e->run_here(w);
     });
-  engine_->submit(Task{true, coll_comm_, 0, world_ranks(), std::move(work), std::move(schedule), any_thread});
+  engine_->submit(Task{true, coll_comm_, lane, world_ranks(), std::move(work), std::move(schedule), any_thread, lane});
 }
 
 void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag) {
@@ -66,7 +66,11 @@ Schedule MpiProcessGroup::scatter_schedule(dist::Buffer input, dist::Buffer outp
 }
 
 void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input,
-                                    dist::Buffer output, std::vector<int64_t> counts) {
+                                    dist::Buffer output, std::vector<int64_t> counts, dist::Lane lane) {
+  if (lane == dist::Lane::urgent && engine_->two_lanes() && size() > 1) {
+    submit_collective(std::move(work), all_gather_schedule(rank_, size(), input, output, counts), false, 1);
+    return;
+  }
   submit_collective(std::move(work), gather_schedule(input, output, counts), shm_ != nullptr);
 }
 

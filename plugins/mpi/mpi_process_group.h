@@ -30,7 +30,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
 
  protected:
   void do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input, dist::Buffer output,
-                     std::vector<int64_t> counts) override;
+                     std::vector<int64_t> counts, dist::Lane lane) override;
   void do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::Buffer input,
                          dist::Buffer output, std::vector<int64_t> counts,
                          dist::ReduceOp op, dist::ReduceWire wire) override;
@@ -45,8 +45,9 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   std::shared_ptr<dist::ProcessGroup> do_split(int color, int key, std::string name) override;
 
  private:
-  // any_thread: the schedule makes no MPI call, so the thread that waits may run it.
-  void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule, bool any_thread);
+  // any_thread: the schedule makes no MPI call, so the thread that waits may run it. The urgent
+  // lane (1) goes over MPI messages only: the shared-memory channel belongs to lane 0.
+  void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule, bool any_thread, int lane = 0);
   // The schedules over this group's transport: the shared-memory channel, or MPI messages.
   Schedule gather_schedule(dist::Buffer input, dist::Buffer output, const std::vector<int64_t>& counts);
   Schedule scatter_schedule(dist::Buffer input, dist::Buffer output,

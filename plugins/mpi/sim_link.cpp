@@ -1,5 +1,6 @@
 #include "sim_link.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -40,12 +41,18 @@ std::optional<SimLink> sim_link_from_environment() {
   return SimLink{.gigabits_per_second = *gbps, .latency_us = latency.value_or(0.0)};
 }
 
-void pace(Schedule& schedule, const SimLink& link, uint64_t bytes, int group_rank) {
-  using Clock = std::chrono::steady_clock;
+LinkClock::Clock::time_point LinkClock::book(Clock::duration duration) {
+  std::lock_guard lock(mutex_);
+  free_ = std::max(free_, Clock::now()) + duration;
+  return free_;
+}
+
+void pace(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank) {
+  using Clock = LinkClock::Clock;
   auto until = std::make_shared<Clock::time_point>();
   const auto duration = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link.seconds_for(bytes)));
-  schedule.before = [until, duration, first = std::move(schedule.before)] {
-    *until = Clock::now() + duration;
+  schedule.before = [until, duration, &clock, first = std::move(schedule.before)] {
+    *until = clock.book(duration);
     if (first) first();
   };
   // While the link is "busy" the round waits on this rank itself: no peer is missing.

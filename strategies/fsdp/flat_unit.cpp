@@ -140,12 +140,12 @@ void FlatUnit::start_gather(Precision precision) {
   activity::Unit unit(name_);
   if (node_copy_.defined()) {  // the values of this forward, from the node's ranks only
     node_copy_sending_ = std::exchange(node_copy_, Tensor());
-    gathering_ = groups_.node->all_gather_async(node_copy_sending_, full_);
+    gathering_ = groups_.node->all_gather_async(node_copy_sending_, full_, dist::Lane::urgent);
     return;
   }
   const int64_t block = options_.quantize_block;
   if (block == 0 || precision == Precision::exact) {
-    gathering_ = groups_.shard->all_gather_async(compute_, full_);
+    gathering_ = groups_.shard->all_gather_async(compute_, full_, dist::Lane::urgent);
     return;
   }
   // From the f32 master, whatever the compute dtype: one rounding, not two.
@@ -160,7 +160,7 @@ void FlatUnit::start_gather(Precision precision) {
     scales += kernels::quant_blocks(part.count, block);
   }
   page_out(master_);
-  gathering_ = groups_.shard->all_gather_async(quantized_mine_, quantized_all_);
+  gathering_ = groups_.shard->all_gather_async(quantized_mine_, quantized_all_, dist::Lane::urgent);
 }
 
 int64_t FlatUnit::quantized_words() const {

@@ -115,7 +115,8 @@ class FlatUnit {
   // masters themselves are untouched) or exactly, the compute shards (summon_full_params).
   enum class Precision { wire, exact };
   // Issues the all-gather of the shard into `full` and returns (prefetch); no-op when already
-  // gathered or in flight.
+  // gathered or in flight. Gathers are urgent (dist::Lane): they touch `full` and the shards,
+  // never a gradient, so they may pass the reductions queued before them.
   void start_gather(Precision precision = Precision::wire);
   // start_gather() and wait for it: `full` is complete on return.
   void gather(Precision precision = Precision::wire);

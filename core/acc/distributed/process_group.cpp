@@ -85,18 +85,18 @@ std::shared_ptr<Work> ProcessGroup::new_work(CollectiveOp op, const Tensor& whol
   return work;
 }
 
-std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& input, const Tensor& output) {
+std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& input, const Tensor& output, Lane lane) {
   check_defined("all_gather", "input", input);
   check_defined("all_gather", "output", output);
   ACC_CHECK(output.numel() == input.numel() * size(), "all_gather: input ", input.describe(),
             " and output ", output.describe(), " on ", describe(), "; expected output numel ",
             input.numel() * size(), " (input numel x group size ", size(),
             "); use all_gather_v for uneven chunks");
-  return all_gather_v_async(input, output, std::vector<int64_t>(size(), input.numel()));
+  return all_gather_v_async(input, output, std::vector<int64_t>(size(), input.numel()), lane);
 }
 
 std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, const Tensor& output,
-                                                       const std::vector<int64_t>& counts) {
+                                                       const std::vector<int64_t>& counts, Lane lane) {
   const char* op = "all_gather";
   check_defined(op, "input", input);
   check_defined(op, "output", output);
@@ -111,7 +111,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_v_async(const Tensor& input, cons
             " and output numel ", total);
   auto work = new_work(CollectiveOp::all_gather, output, {input, output});
   work->set_wire_bytes(count_traffic(TrafficKind::all_gather, output.nbytes(), size(), span_));
-  do_all_gather(work, buffer_of(input), buffer_of(output), counts);
+  do_all_gather(work, buffer_of(input), buffer_of(output), counts, lane);
   return work;
 }
 

@@ -8,6 +8,7 @@
 // count of every rank's chunk (chunk i lives at offset counts[0] + ... + counts[i-1]).
 //
 // Every call is asynchronous underneath: *_async returns a Work, the plain call waits on it.
+// An all_gather may be urgent (Lane): see there.
 // The Work keeps the tensors it reads and writes alive until it has completed.
 // All ranks of a group must issue the group's collectives in the same order. A backend runs a
 // process's collectives one after another in issue order, across all its groups (point to
@@ -41,6 +42,14 @@ struct ReduceWire {
   bool quantized() const { return int8_block > 0; }
 };
 
+// How a collective is queued. Ordered ones run one after another in issue order (above). An
+// urgent one, a gather the compute is about to wait for, may instead run beside the ordered
+// ones issued before it, so it never waits behind them (gradient reductions, say): urgent
+// collectives keep their order among themselves, and one must not touch a buffer that an
+// ordered collective still in flight reads or writes. A backend may treat it as ordered (the
+// MPI backend does on one node, where nothing is slow enough to be worth a second lane).
+enum class Lane { ordered, urgent };
+
 // A flat block of elements handed to a backend.
 struct Buffer {
   void* data = nullptr;
@@ -68,9 +77,10 @@ class ProcessGroup {
   std::string describe() const;
 
   // --- asynchronous ---
-  std::shared_ptr<Work> all_gather_async(const Tensor& input, const Tensor& output);
+  std::shared_ptr<Work> all_gather_async(const Tensor& input, const Tensor& output,
+                                         Lane lane = Lane::ordered);
   std::shared_ptr<Work> all_gather_v_async(const Tensor& input, const Tensor& output,
-                                           const std::vector<int64_t>& counts);
+                                           const std::vector<int64_t>& counts, Lane lane = Lane::ordered);
   std::shared_ptr<Work> reduce_scatter_async(const Tensor& input, const Tensor& output,
                                              ReduceOp op = ReduceOp::sum);
   std::shared_ptr<Work> reduce_scatter_v_async(const Tensor& input, const Tensor& output,
@@ -125,7 +135,7 @@ class ProcessGroup {
   // Backend hooks: arguments are already checked. Each completes `work` (maybe later, from
   // another thread) with mark_done() or mark_failed(message naming op, group and peers).
   virtual void do_all_gather(std::shared_ptr<Work> work, Buffer input, Buffer output,
-                             std::vector<int64_t> counts) = 0;
+                             std::vector<int64_t> counts, Lane lane) = 0;
   virtual void do_reduce_scatter(std::shared_ptr<Work> work, Buffer input, Buffer output,
                                  std::vector<int64_t> counts, ReduceOp op, ReduceWire wire) = 0;
   virtual void do_all_reduce(std::shared_ptr<Work> work, Buffer tensor, ReduceOp op,

@@ -15,7 +15,7 @@ class SingleProcessGroup final : public ProcessGroup {
 
  protected:
   void do_all_gather(std::shared_ptr<Work> work, Buffer input, Buffer output,
-                     std::vector<int64_t> counts) override;
+                     std::vector<int64_t> counts, Lane lane) override;
   void do_reduce_scatter(std::shared_ptr<Work> work, Buffer input, Buffer output,
                          std::vector<int64_t> counts, ReduceOp op, ReduceWire wire) override;
   void do_all_reduce(std::shared_ptr<Work> work, Buffer tensor, ReduceOp op, ReduceWire wire) override;

@@ -46,3 +46,29 @@ TEST(SimLink, PacesCollectivesAcrossNodesOnly) {
   EXPECT_LT(local, link / 2) << "a node-local all_reduce was paced";
   for (float v : x.to_vector()) ASSERT_EQ(v, static_cast<float>(g.size() * node->size()));
 }
+
+// Across nodes urgent collectives run on a lane of their own (dist::Lane): a gather issued
+// behind three slow reductions waits only for the one already on the link (they share it),
+// not for the two queued after it.
+TEST(SimLink, AnUrgentGatherPassesQueuedReductions) {
+  if (!std::getenv("ACC_SIM_CROSS_NODE_GBPS") || acc::topology().num_nodes < 2)
+    GTEST_SKIP() << "no simulated link between nodes";
+  auto& g = acc::world();
+  const int64_t n = 1 << 18;  // 1 MB of f32: about 120 ms of the test's link per all_reduce
+  std::vector<Tensor> reduced;
+  std::vector<std::shared_ptr<acc::dist::Work>> reductions;
+  for (int i = 0; i < 3; ++i) {
+    reduced.push_back(Tensor::full({n}, 1.0));
+    reductions.push_back(g.all_reduce_async(reduced.back()));
+  }
+  Tensor mine = Tensor::full({16}, static_cast<float>(g.rank())), all = Tensor::zeros({16 * g.size()});
+  g.all_gather_async(mine, all, acc::dist::Lane::urgent)->wait();
+  EXPECT_FALSE(reductions[1]->is_completed()) << "the gather waited for a reduction issued before it";
+  EXPECT_FALSE(reductions[2]->is_completed());
+  const auto gathered = all.to_vector();
+  for (int r = 0; r < g.size(); ++r) ASSERT_EQ(gathered[16 * r], static_cast<float>(r));
+  for (size_t i = 0; i < reductions.size(); ++i) {
+    reductions[i]->wait();
+    for (float v : reduced[i].to_vector()) ASSERT_EQ(v, static_cast<float>(g.size()));
+  }
+}
