@@ -18,29 +18,14 @@ cmake -S "$root/examples/diloco_plugin" -B "$work/plugin" -G Ninja -DCMAKE_BUILD
   -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/plugin" >/dev/null
 export ACC_PLUGIN_PATH="$work/plugin"
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-
-# run NP CONFIG [KEY VALUE...]: a JSON object of the final line's train loss, val loss and
-# tokens/s; config keys after CONFIG go on accelerate launch's command line
-run() {
-  np=$1 config=$2
-  shift 2
-  out=$("$build/bin/accelerate" launch --num_processes "$np" --config_file "$config" "$@" \
-    "$build/bin/train_gpt2" --config tiny --data "$root/data/brown" --steps "$steps" \
-    --val-every "$steps" --sample-tokens 0 --run_dir "$work/run" 2>&1) || { echo "$out" >&2; exit 1; }
-  line=$(echo "$out" | grep "final:")
-  echo "np $np $(basename "$config") $*: $line" >&2
-  echo "$line" | sed -n 's/.*train loss \([0-9.]*\) .*val loss \([0-9.]*\) .*; \([0-9]*\) tokens\/s.*/{"train_loss": \1, "val_loss": \2, "tokens_per_s": \3}/p'
-}
-val() { echo "$1" | sed 's/.*"val_loss": \([0-9.]*\).*/\1/'; }
-ratio() { awk -v a="$(val "$1")" -v b="$(val "$2")" 'BEGIN { printf "%.4f", a / b }'; }
+. "$root/bench/support/train_runs.sh"
 
 rows=""
 diloco="$root/examples/diloco_plugin/diloco.yaml"
 for np in 2 4; do
-  no_shard=$(run "$np" "$root/configs/fsdp_no_shard.yaml")
-  paper=$(run "$np" "$diloco")
-  averaging=$(run "$np" "$diloco" --outer_lr 1 --outer_momentum 0)
+  no_shard=$(train_run "$np" "$root/configs/fsdp_no_shard.yaml")
+  paper=$(train_run "$np" "$diloco")
+  averaging=$(train_run "$np" "$diloco" --outer_lr 1 --outer_momentum 0)
   echo "np $np: val loss NO_SHARD $(val "$no_shard"), DiLoCo $(val "$paper") ($(ratio "$paper" "$no_shard")x), averaging $(val "$averaging") ($(ratio "$averaging" "$no_shard")x)" >&2
   rows="$rows${rows:+,
 }    {\"ranks\": $np, \"no_shard\": $no_shard,

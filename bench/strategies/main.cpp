@@ -8,6 +8,7 @@
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
 //                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh)]
 //                    [--precision both|f32|bf16 (default both)]
+//                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
@@ -261,27 +262,34 @@ struct Bench {
   // weight gathers (qwZ), with int8 gradient reductions (qgZ) and with all three; tokens/s,
   // exposed communication and bytes sent per step across nodes and within, each against plain
   // FULL_SHARD's.
-  void lever_rows(bool bf16) {
+  // `only`: the levers' keys to run (plain first if asked for: the others are against it).
+  void lever_rows(bool bf16, const std::set<std::string>& only) {
     struct Lever {
+      const char* key;
       const char* name;
       const char* strategy;
       bool node_copies, int8_gathers, int8_gradients;
     };
-    const Lever levers[] = {{"FULL_SHARD", "FULL_SHARD", false, false, false},
-                            {"HYBRID_SHARD", "HYBRID_SHARD", false, false, false},
-                            {"FULL_SHARD + node copies", "FULL_SHARD", true, false, false},
-                            {"FULL_SHARD + int8 gathers", "FULL_SHARD", false, true, false},
-                            {"FULL_SHARD + int8 gradients", "FULL_SHARD", false, false, true},
-                            {"FULL_SHARD + all three", "FULL_SHARD", true, true, true}};
+    const Lever levers[] = {{"plain", "FULL_SHARD", "FULL_SHARD", false, false, false},
+                            {"hybrid", "HYBRID_SHARD", "HYBRID_SHARD", false, false, false},
+                            {"node_copies", "FULL_SHARD + node copies", "FULL_SHARD", true, false, false},
+                            {"int8_gathers", "FULL_SHARD + int8 gathers", "FULL_SHARD", false, true, false},
+                            {"int8_gradients", "FULL_SHARD + int8 gradients", "FULL_SHARD", false, false, true},
+                            {"all", "FULL_SHARD + all three", "FULL_SHARD", true, true, true}};
+    for (const auto& key : only)
+      ACC_CHECK(std::any_of(std::begin(levers), std::end(levers), [&](const Lever& l) { return key == l.key; }),
+                "--levers: unknown lever '", key, "'; expected plain, hybrid, node_copies, int8_gathers, "
+                "int8_gradients or all");
     Result plain{};
     for (const auto& lever : levers) {
+      if (!only.empty() && !only.count(lever.key)) continue;
       Config config = fsdp_config(lever.strategy, bf16);
       config.dist.fsdp.reshard_to_node = lever.node_copies;
       config.dist.fsdp.quantize_weights = lever.int8_gathers;
       config.dist.fsdp.quantize_gradients = lever.int8_gradients;
       const Result r = run(config);
       const bool first = &lever == levers;
-      if (first) plain = r;
+      if (first) plain = r;  // when not run, the other rows have no ratio
       const std::string label = std::string(lever.name) + (bf16 ? " bf16" : " f32");
       rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, first ? 0 : plain.tokens_per_s, "FULL_SHARD", 0});
       rows.push_back({label + " exposed comm/step", "ms", 1e3 * r.exposed_comm_s, first ? 0 : 1e3 * plain.exposed_comm_s,
@@ -400,6 +408,12 @@ int run(int argc, char** argv) {
   const double budget_mb = args.get_double("rss-budget", 0);
   const auto cases = parse_cases(args.get("cases", "strategies,prefetch,buckets,checkpointing,offload,spmd"));
   const std::string precision = args.get("precision", "both");
+  std::set<std::string> levers;
+  for (std::stringstream list(args.get("levers", "")); list.good();) {
+    std::string item;
+    std::getline(list, item, ',');
+    if (!item.empty()) levers.insert(item);
+  }
   ACC_CHECK(precision == "both" || precision == "f32" || precision == "bf16", "--precision: '", precision,
             "' is not one of both, f32, bf16");
   args.finish();
@@ -434,7 +448,7 @@ int run(int argc, char** argv) {
     if (single) continue;
     if (cases.count("prefetch")) b.prefetch_rows(bf16, baseline);
     if (cases.count("buckets")) b.bucket_rows(bf16, baseline);
-    if (cases.count("levers")) b.lever_rows(bf16);
+    if (cases.count("levers")) b.lever_rows(bf16, levers);
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
     if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);

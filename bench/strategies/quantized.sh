@@ -12,27 +12,15 @@ build=${ACC_BUILD_DIR:-$root/build}
 steps=${1:-300}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-
-# run [KEY VALUE...]: a JSON object of the final line's train loss, val loss and tokens/s; the
-# config keys go on accelerate launch's command line
-run() {
-  out=$(ACC_RANKS_PER_NODE=1 "$build/bin/accelerate" launch --num_processes 2 \
-    --config_file "$root/configs/fsdp_full_shard.yaml" "$@" \
-    "$build/bin/train_gpt2" --config tiny --data "$root/data/brown" --steps "$steps" \
-    --val-every "$steps" --sample-tokens 0 --run_dir "$work/run" 2>&1) || { echo "$out" >&2; exit 1; }
-  line=$(echo "$out" | grep "final:")
-  echo "$*: $line" >&2
-  echo "$line" | sed -n 's/.*train loss \([0-9.]*\) .*val loss \([0-9.]*\) .*; \([0-9]*\) tokens\/s.*/{"train_loss": \1, "val_loss": \2, "tokens_per_s": \3}/p'
-}
-val() { echo "$1" | sed 's/.*"val_loss": \([0-9.]*\).*/\1/'; }
-ratio() { awk -v a="$(val "$1")" -v b="$(val "$2")" 'BEGIN { printf "%.4f", a / b }'; }
+. "$root/bench/support/train_runs.sh"
+export ACC_RANKS_PER_NODE=1  # every rank a node of its own: the reductions cross nodes
+config="$root/configs/fsdp_full_shard.yaml"
 
 rows=""
 for precision in no bf16; do
-  exact=$(run --mixed_precision "$precision")
-  gathers=$(run --mixed_precision "$precision" --fsdp_quantize_weights int8)
-  gradients=$(run --mixed_precision "$precision" --fsdp_quantize_gradients int8)
+  exact=$(train_run 2 "$config" --mixed_precision "$precision")
+  gathers=$(train_run 2 "$config" --mixed_precision "$precision" --fsdp_quantize_weights int8)
+  gradients=$(train_run 2 "$config" --mixed_precision "$precision" --fsdp_quantize_gradients int8)
   echo "mixed_precision $precision: val loss exact $(val "$exact"), int8 gathers $(val "$gathers")" \
        "($(ratio "$gathers" "$exact")x), int8 gradients $(val "$gradients") ($(ratio "$gradients" "$exact")x)" >&2
   rows="$rows${rows:+,
