@@ -130,7 +130,7 @@ void CommEngine::post_round(Active& a) {
   a.requests.clear();
   a.messages.clear();
   const Round& round = a.task.schedule.rounds[a.round];
-  const int tag = a.task.tag;
+  const int tag = a.task.collective ? a.task.lane : a.task.tag;
   for (const Message& m : round.messages) {
     size_t done = 0;
     do {  // at least one request, so empty messages still synchronise

@@ -7,12 +7,13 @@
 // on every rank, as the API requires); point-to-point transfers start at once and progress
 // alongside. With two lanes (more than one node), urgent collectives (dist::Lane) form a
 // second such queue that progresses beside the first, so an urgent gather never waits behind
-// ordered reductions: its messages carry tag 1 on the group's communicator, the ordered ones
-// tag 0, so the lanes' messages never match each other. A collective that makes no MPI call (the shared-memory schedules) may instead run
-// on the thread that waits for it, when nothing is ahead of it (run_here): a blocking
-// collective then costs no hand-off to this thread and back, which on a core shared by both
-// threads is two thread switches. Every task must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails
-// with a message naming the op, its group and the peers that have not answered, and the
+// ordered reductions: a collective's messages carry its lane as the tag on the group's
+// communicator, so the lanes' messages never match each other. A collective that makes no MPI
+// call (the shared-memory schedules) may instead run on the thread that waits for it, when
+// nothing is ahead of it (run_here): a blocking collective then costs no hand-off to this
+// thread and back, which on a core shared by both threads is two thread switches. Every task
+// must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails with a message naming
+// the op, its group and the peers that have not answered, and the
 // engine is broken from then on: later tasks fail at once and the job is aborted at shutdown
 // (pending transfers make a clean MPI_Finalize impossible), so the process exits non-zero.
 #include <mpi.h>
@@ -41,8 +42,8 @@ struct Task {
   bool collective = true;  // false: point to point (its own lane, no ordering)
   MPI_Comm comm = MPI_COMM_NULL;
   // Point to point: the user's tag. Collectives use their lane as the tag on their own
-  // communicator: both ends post each link's messages in the same order, and MPI matches them
-  // in that order.
+  // communicator (post_round): both ends post each link's messages in the same order, and MPI
+  // matches them in that order.
   int tag = 0;
   std::vector<int> world_ranks;  // group rank -> world rank, for messages
   std::shared_ptr<dist::Work> work;

@@ -43,7 +43,7 @@ void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedu
     work->set_runner([engine = std::weak_ptr<CommEngine>(engine_), w = work.get()] {
       if (auto e = engine.lock()) e->run_here(w);
     });
-  engine_->submit(Task{true, coll_comm_, lane, world_ranks(), std::move(work), std::move(schedule), any_thread, lane});
+  engine_->submit(Task{true, coll_comm_, 0, world_ranks(), std::move(work), std::move(schedule), any_thread, lane});
 }
 
 void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag) {

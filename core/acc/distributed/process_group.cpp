@@ -42,7 +42,7 @@ void check_wire(const char* op, ReduceWire wire, const Tensor& t) {
             t.describe());
 }
 
-// The bytes of `buffer_bytes` of f32 as `wire` sends them.
+// The bytes of `t` as `wire` sends them.
 uint64_t wire_bytes_of(const Tensor& t, ReduceWire wire) {
   return wire.quantized() ? static_cast<uint64_t>(kernels::quantized_message_bytes(t.numel(), wire.int8_block))
                           : t.nbytes();
