@@ -6,26 +6,32 @@
 
 namespace acc::dist {
 
-std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& mine) {
+Gathered all_gather_uneven(ProcessGroup& group, const Tensor& mine) {
   const int n = group.size();
   Tensor sizes = Tensor::empty({n}, DType::i64);
-  group.all_gather(Tensor::from_vector_i64({static_cast<int64_t>(mine.size())}, {1}), sizes);
-  // Strings travel as i32 words (the collectives move whole elements).
-  auto words = [](int64_t bytes) { return (bytes + 3) / 4; };
-  std::vector<int64_t> counts(n);
+  group.all_gather(Tensor::from_vector_i64({mine.numel()}, {1}), sizes);
+  Gathered out{Tensor(), std::vector<int64_t>(sizes.data<int64_t>(), sizes.data<int64_t>() + n)};
   int64_t total = 0;
-  for (int r = 0; r < n; ++r) total += counts[r] = words(sizes.data<int64_t>()[r]);
-  Tensor packed = Tensor::zeros({std::max<int64_t>(counts[group.rank()], 1)}, DType::i32);
-  std::memcpy(packed.raw_data(), mine.data(), mine.size());
-  Tensor all = Tensor::empty({std::max<int64_t>(total, 1)}, DType::i32);
-  if (total > 0)
-    group.all_gather_v(packed.slice_flat(0, {counts[group.rank()]}), all.slice_flat(0, {total}),
-                       counts);
-  std::vector<std::string> out(n);
-  const char* p = static_cast<const char*>(all.raw_data());
-  for (int r = 0; r < n; ++r) {
-    out[r].assign(p, static_cast<size_t>(sizes.data<int64_t>()[r]));
-    p += counts[r] * 4;
+  for (const int64_t c : out.counts) total += c;
+  Tensor all = Tensor::empty({std::max<int64_t>(total, 1)}, mine.dtype());
+  out.all = all.slice_flat(0, {total});
+  if (total > 0) group.all_gather_v(mine, out.all, out.counts);
+  return out;
+}
+
+std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& mine) {
+  // Strings travel as i32 words (the collectives move whole elements), with their byte count
+  // in front.
+  const int64_t words = (static_cast<int64_t>(mine.size()) + 3) / 4;
+  Tensor packed = Tensor::zeros({1 + words}, DType::i32);
+  packed.data<int32_t>()[0] = static_cast<int32_t>(mine.size());
+  std::memcpy(packed.data<int32_t>() + 1, mine.data(), mine.size());
+  const Gathered gathered = all_gather_uneven(group, packed);
+  std::vector<std::string> out;
+  const int32_t* p = gathered.all.data<int32_t>();
+  for (const int64_t count : gathered.counts) {
+    out.emplace_back(reinterpret_cast<const char*>(p + 1), static_cast<size_t>(p[0]));
+    p += count;
   }
   return out;
 }

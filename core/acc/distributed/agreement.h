@@ -10,6 +10,14 @@
 
 namespace acc::dist {
 
+// Every rank's `mine`, a flat tensor of any length (the same dtype on every rank), end to end
+// in rank order, and how many elements each rank gave. A collective.
+struct Gathered {
+  Tensor all;
+  std::vector<int64_t> counts;
+};
+Gathered all_gather_uneven(ProcessGroup& group, const Tensor& mine);
+
 // Every rank's string, in rank order. A collective.
 std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& mine);
 

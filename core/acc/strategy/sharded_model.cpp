@@ -4,6 +4,7 @@
 #include <map>
 
 #include "acc/autograd/function.h"
+#include "acc/distributed/agreement.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/ops/elementwise.h"
 #include "acc/optim/clip_grad.h"
@@ -99,26 +100,9 @@ std::vector<std::pair<std::string, Tensor>> ShardedModel::full_parameters() {
   }
   Tensor all_runs = Tensor::from_vector_i64(runs, {static_cast<int64_t>(runs.size())});
   Tensor all_values = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
-  if (const auto group = gradient_norm_group(); group && group->size() > 1) {
-    // Every rank's runs and values, in rank order: first how many each has.
-    const int p = group->size();
-    Tensor sizes = Tensor::zeros({2 * p}, DType::i64);
-    Tensor mine = Tensor::from_vector_i64({all_runs.numel(), all_values.numel()}, {2});
-    group->all_gather(mine, sizes);
-    std::vector<int64_t> run_counts, value_counts;
-    for (int r = 0; r < p; ++r) {
-      run_counts.push_back(sizes.data<int64_t>()[2 * r]);
-      value_counts.push_back(sizes.data<int64_t>()[2 * r + 1]);
-    }
-    auto gathered = [&group](const Tensor& local, const std::vector<int64_t>& counts) {
-      int64_t total = 0;
-      for (const int64_t n : counts) total += n;
-      Tensor out = Tensor::zeros({total}, local.dtype());
-      group->all_gather_v(local, out, counts);
-      return out;
-    };
-    all_runs = gathered(all_runs, run_counts);
-    all_values = gathered(all_values, value_counts);
+  if (const auto group = gradient_norm_group(); group && group->size() > 1) {  // every rank's, in rank order
+    all_runs = dist::all_gather_uneven(*group, all_runs).all;
+    all_values = dist::all_gather_uneven(*group, all_values).all;
   }
   std::vector<std::pair<std::string, Tensor>> whole;
   for (const auto& [name, shape] : shapes) whole.emplace_back(name, Tensor::zeros(shape));
