@@ -239,6 +239,7 @@ void CommEngine::thread_main() {
     check_mpi(MPI_Allreduce(wanted, everywhere, 2, MPI_INT, MPI_MIN, coll_comm_), "MPI_Allreduce");
     check_signatures_ = everywhere[0] == 1;
     two_lanes_ = everywhere[1] == 1;
+    if (two_lanes_ && world_shm_) world_urgent_shm_ = ShmChannel::create(coll_comm_);
   } catch (const std::exception& e) {
     init_error_ = e.what();
   }

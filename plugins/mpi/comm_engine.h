@@ -8,9 +8,9 @@
 // alongside. With two lanes (more than one node), urgent collectives (dist::Lane) form a
 // second such queue that progresses beside the first, so an urgent gather never waits behind
 // ordered reductions: a collective's messages carry its lane as the tag on the group's
-// communicator, so the lanes' messages never match each other. A collective that makes no MPI
-// call (the shared-memory schedules) may instead run on the thread that waits for it, when
-// nothing is ahead of it (run_here): a blocking collective then costs no hand-off to this
+// communicator, so the lanes' messages never match each other, and a group on one node has a
+// shared-memory channel per lane. A collective that makes no MPI call (the shared-memory
+// schedules) may instead run on the thread that waits for it, when nothing is ahead of it (run_here): a blocking collective then costs no hand-off to this
 // thread and back, which on a core shared by both threads is two thread switches. Every task
 // must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails with a message naming
 // the op, its group and the peers that have not answered, and the
@@ -72,6 +72,8 @@ class CommEngine {
   MPI_Comm world_p2p_comm() const { return p2p_comm_; }
   // The world's shared-memory channel; null unless every rank is on this node.
   std::shared_ptr<ShmChannel> world_shm() const { return world_shm_; }
+  // The world's second channel, for the urgent lane; null unless world_shm() and two_lanes().
+  std::shared_ptr<ShmChannel> world_urgent_shm() const { return world_urgent_shm_; }
   // Whether collectives start by comparing signatures (signature_check.h): on unless some rank
   // has ACC_CHECK_COLLECTIVES=0, agreed at start-up so that all ranks run the same rounds.
   bool check_signatures() const { return check_signatures_; }
@@ -106,7 +108,7 @@ class CommEngine {
   ScratchPool scratch_;
   int world_rank_ = 0, world_size_ = 1;
   MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
-  std::shared_ptr<ShmChannel> world_shm_;
+  std::shared_ptr<ShmChannel> world_shm_, world_urgent_shm_;
   bool check_signatures_ = true;
   std::optional<SimLink> sim_link_;
   LinkClock link_clock_;

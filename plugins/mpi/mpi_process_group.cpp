@@ -14,26 +14,29 @@ std::shared_ptr<MpiProcessGroup> MpiProcessGroup::world(std::shared_ptr<CommEngi
   for (int i = 0; i < engine->world_size(); ++i) ranks[i] = i;
   const int rank = engine->world_rank();
   const MPI_Comm coll = engine->world_collective_comm(), p2p = engine->world_p2p_comm();
-  auto shm = engine->world_shm();
+  auto shm = engine->world_shm(), urgent_shm = engine->world_urgent_shm();
   return std::make_shared<MpiProcessGroup>(std::move(engine), "world", std::move(ranks), rank,
-                                           coll, p2p, std::move(shm));
+                                           coll, p2p, std::move(shm), std::move(urgent_shm));
 }
 
 MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
                                  std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
-                                 MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm)
+                                 MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm,
+                                 std::shared_ptr<ShmChannel> urgent_shm)
     : ProcessGroup(std::move(name), std::move(world_ranks)),
       engine_(std::move(engine)),
       rank_(rank),
       coll_comm_(collective_comm),
       p2p_comm_(p2p_comm),
-      shm_(std::move(shm)) {}
+      shm_(std::move(shm)),
+      urgent_shm_(std::move(urgent_shm)) {}
 
 void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule,
                                         bool any_thread, int lane) {
   if (engine_->check_signatures() && work->signature() && size() > 1) {
-    Schedule checked = shm_ && lane == 0 ? shm_signature_check_schedule(shm_, *work->signature(), world_ranks())
-                            : signature_check_schedule(rank_, size(), *work->signature(), world_ranks());
+    const auto& channel = lane == 0 ? shm_ : urgent_shm_;
+    Schedule checked = channel ? shm_signature_check_schedule(channel, *work->signature(), world_ranks())
+                               : signature_check_schedule(rank_, size(), *work->signature(), world_ranks());
     checked.append(std::move(schedule));
     schedule = std::move(checked);
   }
@@ -68,7 +71,10 @@ Schedule MpiProcessGroup::scatter_schedule(dist::Buffer input, dist::Buffer outp
 void MpiProcessGroup::do_all_gather(std::shared_ptr<dist::Work> work, dist::Buffer input,
                                     dist::Buffer output, std::vector<int64_t> counts, dist::Lane lane) {
   if (lane == dist::Lane::urgent && engine_->two_lanes() && size() > 1) {
-    submit_collective(std::move(work), all_gather_schedule(rank_, size(), input, output, counts), false, 1);
+    submit_collective(std::move(work),
+                      urgent_shm_ ? shm_all_gather_schedule(urgent_shm_, input, output, counts)
+                                  : all_gather_schedule(rank_, size(), input, output, counts),
+                      false, 1);
     return;
   }
   submit_collective(std::move(work), gather_schedule(input, output, counts), shm_ != nullptr);
@@ -138,7 +144,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
     std::vector<int> world_ranks;
     int rank = -1;
     MPI_Comm coll = MPI_COMM_NULL, p2p = MPI_COMM_NULL;
-    std::shared_ptr<ShmChannel> shm;
+    std::shared_ptr<ShmChannel> shm, urgent_shm;
   };
   auto result = std::make_shared<Result>();
 
@@ -166,6 +172,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
       MPI_Comm_set_errhandler(result->coll, MPI_ERRORS_RETURN);
       MPI_Comm_set_errhandler(result->p2p, MPI_ERRORS_RETURN);
       result->shm = ShmChannel::create(result->coll);
+      if (result->shm && engine_->two_lanes()) result->urgent_shm = ShmChannel::create(result->coll);
     }
   };
   schedule.append(std::move(split));
@@ -174,7 +181,8 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
   work->wait();
   if (color < 0) return nullptr;
   return std::make_shared<MpiProcessGroup>(engine_, std::move(name), result->world_ranks,
-                                           result->rank, result->coll, result->p2p, result->shm);
+                                           result->rank, result->coll, result->p2p, result->shm,
+                                           result->urgent_shm);
 }
 
 }  // namespace acc::mpi

@@ -20,7 +20,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
 
   MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
                   std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
-                  MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm);
+                  MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm, std::shared_ptr<ShmChannel> urgent_shm);
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(world_ranks().size()); }
@@ -45,8 +45,8 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   std::shared_ptr<dist::ProcessGroup> do_split(int color, int key, std::string name) override;
 
  private:
-  // any_thread: the schedule makes no MPI call, so the thread that waits may run it. The urgent
-  // lane (1) goes over MPI messages only: the shared-memory channel belongs to lane 0.
+  // any_thread: the schedule makes no MPI call, so the thread that waits may run it (lane 0
+  // only). The urgent lane (1) has a shared-memory channel of its own, `urgent_shm_`.
   void submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule, bool any_thread, int lane = 0);
   // The schedules over this group's transport: the shared-memory channel, or MPI messages.
   Schedule gather_schedule(dist::Buffer input, dist::Buffer output, const std::vector<int64_t>& counts);
@@ -58,6 +58,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   int rank_;
   MPI_Comm coll_comm_, p2p_comm_;
   std::shared_ptr<ShmChannel> shm_;  // null: the ranks are not on one node, or ACC_SHM=0
+  std::shared_ptr<ShmChannel> urgent_shm_;  // the urgent lane's; null also with one lane
 };
 
 }  // namespace acc::mpi

@@ -100,9 +100,11 @@ int64_t async_checkpoint_bytes(const ModelShape& shape, const Workload& w) {
 }
 
 int64_t communication_bytes(const Workload& w) {
-  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node.
+  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node; with
+  // more than one node, a second channel for the urgent lane.
   if (w.world == 1) return 0;
-  return 2 * static_cast<int64_t>(dist::staging_buffer_bytes()) * std::min(w.world, std::max(1, w.ranks_per_node));
+  const int node = std::min(w.world, std::max(1, w.ranks_per_node)), lanes = w.world > node ? 2 : 1;
+  return 2 * lanes * static_cast<int64_t>(dist::staging_buffer_bytes()) * node;
 }
 
 int64_t default_memory_limit(int ranks_per_node) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "acc/distributed/staging_copy.h"
 #include "acc/distributed/subgroups.h"
 #include "acc/distributed/traffic.h"
 #include "acc/runtime/init.h"
@@ -70,5 +71,41 @@ TEST(SimLink, AnUrgentGatherPassesQueuedReductions) {
   for (size_t i = 0; i < reductions.size(); ++i) {
     reductions[i]->wait();
     for (float v : reduced[i].to_vector()) ASSERT_EQ(v, static_cast<float>(g.size()));
+  }
+}
+
+extern int64_t g_communication_bytes_after_init;  // main.cpp
+
+// On one node the urgent lane has a shared-memory channel of its own (the world's is counted
+// twice, as the estimate says), and a node-local urgent gather of several staging steps runs
+// on it beside the ordered channel: it neither waits for the paced reductions queued before
+// it nor disturbs them.
+TEST(SimLink, TheUrgentLaneHasASharedMemoryChannelOfItsOwn) {
+  if (!std::getenv("ACC_SIM_CROSS_NODE_GBPS") || acc::topology().num_nodes < 2)
+    GTEST_SKIP() << "no simulated link between nodes";
+  auto& g = acc::world();
+  const int64_t p = g.size();
+  const int64_t segment = p * 448 + p * 2 * static_cast<int64_t>(acc::dist::staging_buffer_bytes());
+  EXPECT_EQ(g_communication_bytes_after_init, 2 * segment);
+  auto node = acc::dist::node_local_group(g, acc::topology());
+  const int64_t n = 1 << 18;
+  std::vector<Tensor> reduced;
+  std::vector<std::shared_ptr<acc::dist::Work>> reductions;
+  for (int i = 0; i < 2; ++i) {
+    reduced.push_back(Tensor::full({n}, 1.0));
+    reductions.push_back(g.all_reduce_async(reduced.back()));
+  }
+  const int64_t m = 3 * static_cast<int64_t>(acc::dist::staging_buffer_bytes()) / 4;  // 3 steps
+  Tensor mine = Tensor::full({m}, static_cast<float>(node->rank() + 1)), all = Tensor::zeros({m * node->size()});
+  node->all_gather_async(mine, all, acc::dist::Lane::urgent)->wait();
+  EXPECT_FALSE(reductions[1]->is_completed()) << "the node's gather waited for the cross-node reductions";
+  const auto gathered = all.to_vector();
+  for (int r = 0; r < node->size(); ++r) {
+    ASSERT_EQ(gathered[m * r], static_cast<float>(r + 1));
+    ASSERT_EQ(gathered[m * r + m - 1], static_cast<float>(r + 1));
+  }
+  for (size_t i = 0; i < reductions.size(); ++i) {
+    reductions[i]->wait();
+    for (float v : reduced[i].to_vector()) ASSERT_EQ(v, static_cast<float>(p));
   }
 }
