@@ -9,6 +9,7 @@
 //                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh)]
 //                    [--precision both|f32|bf16 (default both)]
 //                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
+//                    [--rounds R (levers: each runs R times in turn, the median is kept)]
 // Ceilings: tokens/s against the single process (2 threads) on the same global batch (target
 // FULL_SHARD >= 0.9x); model-state memory (parameters + gradients + optimizer state) per rank
 // against NO_SHARD's in the same run (target FULL_SHARD <= 0.55x at 2 ranks); FULL_SHARD with
@@ -263,7 +264,10 @@ struct Bench {
   // exposed communication and bytes sent per step across nodes and within, each against plain
   // FULL_SHARD's.
   // `only`: the levers' keys to run (plain first if asked for: the others are against it).
-  void lever_rows(bool bf16, const std::set<std::string>& only) {
+  // `rounds`: every lever runs that many times, in turn (plain, the others, plain, ...), so that
+  // a slow spell of the machine falls on all of them; each row is the run of median tokens/s,
+  // and "spread" is (max - min) / median of a lever's tokens/s over the rounds: its noise.
+  void lever_rows(bool bf16, const std::set<std::string>& only, int rounds) {
     struct Lever {
       const char* key;
       const char* name;
@@ -276,31 +280,44 @@ struct Bench {
                             {"int8_gathers", "FULL_SHARD + int8 gathers", "FULL_SHARD", false, true, false},
                             {"int8_gradients", "FULL_SHARD + int8 gradients", "FULL_SHARD", false, false, true},
                             {"all", "FULL_SHARD + all three", "FULL_SHARD", true, true, true}};
+    constexpr size_t kLevers = std::size(levers);
     for (const auto& key : only)
       ACC_CHECK(std::any_of(std::begin(levers), std::end(levers), [&](const Lever& l) { return key == l.key; }),
                 "--levers: unknown lever '", key, "'; expected plain, hybrid, node_copies, int8_gathers, "
                 "int8_gradients or all");
+    auto selected = [&](const Lever& l) { return only.empty() || only.count(l.key); };
+    std::vector<Result> runs[kLevers];
+    for (int round = 0; round < rounds; ++round)
+      for (size_t i = 0; i < kLevers; ++i) {
+        if (!selected(levers[i])) continue;
+        Config config = fsdp_config(levers[i].strategy, bf16);
+        config.dist.fsdp.reshard_to_node = levers[i].node_copies;
+        config.dist.fsdp.quantize_weights = levers[i].int8_gathers;
+        config.dist.fsdp.quantize_gradients = levers[i].int8_gradients;
+        runs[i].push_back(run(config));
+      }
     Result plain{};
-    for (const auto& lever : levers) {
-      if (!only.empty() && !only.count(lever.key)) continue;
-      Config config = fsdp_config(lever.strategy, bf16);
-      config.dist.fsdp.reshard_to_node = lever.node_copies;
-      config.dist.fsdp.quantize_weights = lever.int8_gathers;
-      config.dist.fsdp.quantize_gradients = lever.int8_gradients;
-      const Result r = run(config);
-      const bool first = &lever == levers;
+    for (size_t i = 0; i < kLevers; ++i) {
+      if (runs[i].empty()) continue;
+      std::vector<Result>& all = runs[i];
+      std::sort(all.begin(), all.end(), [](const Result& a, const Result& b) { return a.tokens_per_s < b.tokens_per_s; });
+      const Result& r = all[all.size() / 2];
+      const double spread = (all.back().tokens_per_s - all.front().tokens_per_s) / r.tokens_per_s;
+      const bool first = i == 0;
       if (first) plain = r;  // when not run, the other rows have no ratio
-      const std::string label = std::string(lever.name) + (bf16 ? " bf16" : " f32");
+      const std::string label = std::string(levers[i].name) + (bf16 ? " bf16" : " f32");
       rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, first ? 0 : plain.tokens_per_s, "FULL_SHARD", 0});
+      if (rounds > 1) rows.push_back({label + " tokens/s spread", "%", 100 * spread, 0, "", 0});
       rows.push_back({label + " exposed comm/step", "ms", 1e3 * r.exposed_comm_s, first ? 0 : 1e3 * plain.exposed_comm_s,
                       "FULL_SHARD", 0});
       rows.push_back({label + " sent/step cross-node", "MB", r.cross_node_mb, first ? 0 : plain.cross_node_mb,
                       "FULL_SHARD", 0});
       rows.push_back({label + " sent/step node-local", "MB", r.node_mb, 0, "", 0});
       if (world().rank() == 0)
-        std::printf("%s: %.1f tokens/s, exposed communication %.0f ms/step, sent/step %.1f MB across nodes, "
-                    "%.1f MB within\n",
-                    label.c_str(), r.tokens_per_s, 1e3 * r.exposed_comm_s, r.cross_node_mb, r.node_mb);
+        std::printf("%s: %.1f tokens/s (median of %d, spread %.0f%%), exposed communication %.0f ms/step, "
+                    "sent/step %.1f MB across nodes, %.1f MB within\n",
+                    label.c_str(), r.tokens_per_s, rounds, 100 * spread, 1e3 * r.exposed_comm_s, r.cross_node_mb,
+                    r.node_mb);
       std::fflush(stdout);
     }
   }
@@ -408,6 +425,8 @@ int run(int argc, char** argv) {
   const double budget_mb = args.get_double("rss-budget", 0);
   const auto cases = parse_cases(args.get("cases", "strategies,prefetch,buckets,checkpointing,offload,spmd"));
   const std::string precision = args.get("precision", "both");
+  const int rounds = static_cast<int>(args.get_int("rounds", 1));
+  ACC_CHECK(rounds >= 1, "--rounds: ", rounds, " is not a positive number of rounds");
   std::set<std::string> levers;
   for (std::stringstream list(args.get("levers", "")); list.good();) {
     std::string item;
@@ -448,7 +467,7 @@ int run(int argc, char** argv) {
     if (single) continue;
     if (cases.count("prefetch")) b.prefetch_rows(bf16, baseline);
     if (cases.count("buckets")) b.bucket_rows(bf16, baseline);
-    if (cases.count("levers")) b.lever_rows(bf16, levers);
+    if (cases.count("levers")) b.lever_rows(bf16, levers, rounds);
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
     if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);
