@@ -102,6 +102,12 @@ void bench_memory_bound(std::vector<Row>& rows, double bw) {
                    seconds_per_call([&] { acc::kernels::dequantize_int8(q.data(), scales.data(), n, acc::kernels::kQuantBlock, g.data<float>()); }), bw);
   add_memory_bound(rows, "dequantize_int8 16M to bf16", 3.0 * n + scale_bytes,
                    seconds_per_call([&] { acc::kernels::dequantize_int8(q.data(), scales.data(), n, acc::kernels::kQuantBlock, p16.data<acc::bfloat16>()); }), bw);
+  // And int4 (qgZ's narrower wire): half a byte a value, packed through int8 in L1-sized pieces.
+  std::vector<uint8_t> packed(static_cast<size_t>((n + 1) / 2));
+  add_memory_bound(rows, "quantize_int4 16M", 4.5 * n + scale_bytes,
+                   seconds_per_call([&] { acc::kernels::quantize_int4(p.data<float>(), n, acc::kernels::kQuantBlock, packed.data(), scales.data()); }), bw);
+  add_memory_bound(rows, "dequantize_int4 16M to f32", 4.5 * n + scale_bytes,
+                   seconds_per_call([&] { acc::kernels::dequantize_int4(packed.data(), scales.data(), n, acc::kernels::kQuantBlock, g.data<float>()); }), bw);
 
   const int64_t R = 4096, C = 768;
   Tensor x = random_f32(R * C, "x"), y = Tensor::zeros({R * C}), dy = random_f32(R * C, "dy"), dx = Tensor::zeros({R * C});

@@ -85,7 +85,7 @@ void MpiProcessGroup::do_reduce_scatter(std::shared_ptr<dist::Work> work, dist::
                                         dist::ReduceOp op, dist::ReduceWire wire) {
   if (wire.quantized() && size() > 1) {
     submit_collective(std::move(work),
-                      quantized_reduce_scatter_schedule(rank_, size(), input, output, counts, op, wire.int8_block,
+                      quantized_reduce_scatter_schedule(rank_, size(), input, output, counts, op, wire,
                                                         engine_->scratch()),
                       false);
     return;
@@ -98,7 +98,7 @@ void MpiProcessGroup::do_all_reduce(std::shared_ptr<dist::Work> work, dist::Buff
                                     dist::ReduceOp op, dist::ReduceWire wire) {
   if (wire.quantized() && size() > 1) {
     submit_collective(std::move(work),
-                      quantized_all_reduce_schedule(rank_, size(), tensor, op, wire.int8_block, engine_->scratch()),
+                      quantized_all_reduce_schedule(rank_, size(), tensor, op, wire, engine_->scratch()),
                       false);
     return;
   }

@@ -9,8 +9,8 @@
 namespace acc::mpi {
 namespace {
 
-size_t message_bytes(int64_t n, int64_t block) {
-  return static_cast<size_t>(kernels::quantized_message_bytes(n, block));
+size_t message_bytes(int64_t n, dist::ReduceWire wire) {
+  return static_cast<size_t>(kernels::quantized_message_bytes(n, wire.block, wire.bits));
 }
 
 // A scratch buffer of `bytes` that `s` keeps until it ends.
@@ -24,30 +24,30 @@ char* scratch_for(Schedule& s, ScratchPool& scratch, size_t bytes) {
 
 Schedule quantized_reduce_scatter_schedule(int rank, int size, dist::Buffer input, dist::Buffer output,
                                            const std::vector<int64_t>& counts, dist::ReduceOp op,
-                                           int64_t block, ScratchPool& scratch) {
+                                           dist::ReduceWire wire, ScratchPool& scratch) {
   const auto offsets = byte_offsets(counts, DType::f32);
   const int64_t n = counts[rank];
   Schedule s;
   std::vector<size_t> at(static_cast<size_t>(size) + 1, 0);  // each peer's message in `outgoing`
-  for (int r = 0; r < size; ++r) at[r + 1] = at[r] + (r == rank ? 0 : message_bytes(counts[r], block));
+  for (int r = 0; r < size; ++r) at[r + 1] = at[r] + (r == rank ? 0 : message_bytes(counts[r], wire));
   char* outgoing = scratch_for(s, scratch, at[size]);
-  char* incoming = scratch_for(s, scratch, message_bytes(n, block));
+  char* incoming = scratch_for(s, scratch, message_bytes(n, wire));
   auto* arrived = reinterpret_cast<float*>(scratch_for(s, scratch, static_cast<size_t>(n) * 4));
   auto* acc = static_cast<float*>(output.data);
   const char* in = static_cast<const char*>(input.data);
   s.before = [=] {
     for (int r = 0; r < size; ++r)
       if (r != rank)
-        kernels::quantize_message(reinterpret_cast<const float*>(in + offsets[r]), counts[r], block, outgoing + at[r]);
+        kernels::quantize_message(reinterpret_cast<const float*>(in + offsets[r]), counts[r], wire.block, wire.bits, outgoing + at[r]);
     std::memmove(acc, in + offsets[rank], static_cast<size_t>(n) * 4);
   };
   for (int step = 1; step < size; ++step) {
     const int to = wrap_rank(rank + step, size), from = wrap_rank(rank - step, size);
     s.rounds.push_back(Round{{Message{to, true, outgoing + at[to], at[to + 1] - at[to]},
-                              Message{from, false, incoming, message_bytes(n, block)}},
+                              Message{from, false, incoming, message_bytes(n, wire)}},
                              {},
                              [=] {
-                               kernels::dequantize_message(incoming, n, block, arrived);
+                               kernels::dequantize_message(incoming, n, wire.block, wire.bits, arrived);
                                dist::kernels::add_to_accumulator(acc, arrived, DType::f32, n);
                              }});
   }
@@ -56,28 +56,28 @@ Schedule quantized_reduce_scatter_schedule(int rank, int size, dist::Buffer inpu
 }
 
 Schedule quantized_all_reduce_schedule(int rank, int size, dist::Buffer tensor, dist::ReduceOp op,
-                                       int64_t block, ScratchPool& scratch) {
+                                       dist::ReduceWire wire, ScratchPool& scratch) {
   const auto counts = even_counts(tensor.numel, size);
   const auto offsets = byte_offsets(counts, DType::f32);
   const int64_t n = counts[rank];
   auto* own = reinterpret_cast<float*>(byte_at(tensor.data, offsets[rank]));
   Schedule s = quantized_reduce_scatter_schedule(rank, size, tensor, dist::Buffer{own, n, DType::f32}, counts,
-                                                 op, block, scratch);
+                                                 op, wire, scratch);
   Schedule gather;
-  char* mine = scratch_for(gather, scratch, message_bytes(n, block));
-  char* incoming = scratch_for(gather, scratch, message_bytes(counts.front(), block));  // the largest
+  char* mine = scratch_for(gather, scratch, message_bytes(n, wire));
+  char* incoming = scratch_for(gather, scratch, message_bytes(counts.front(), wire));  // the largest
   gather.before = [=] {
-    kernels::quantize_message(own, n, block, mine);
-    kernels::dequantize_message(mine, n, block, own);
+    kernels::quantize_message(own, n, wire.block, wire.bits, mine);
+    kernels::dequantize_message(mine, n, wire.block, wire.bits, own);
   };
   for (int step = 1; step < size; ++step) {
     const int to = wrap_rank(rank + step, size), from = wrap_rank(rank - step, size);
     auto* chunk = reinterpret_cast<float*>(byte_at(tensor.data, offsets[from]));
     const int64_t m = counts[from];
-    gather.rounds.push_back(Round{{Message{to, true, mine, message_bytes(n, block)},
-                                   Message{from, false, incoming, message_bytes(m, block)}},
+    gather.rounds.push_back(Round{{Message{to, true, mine, message_bytes(n, wire)},
+                                   Message{from, false, incoming, message_bytes(m, wire)}},
                                   {},
-                                  [=] { kernels::dequantize_message(incoming, m, block, chunk); }});
+                                  [=] { kernels::dequantize_message(incoming, m, wire.block, wire.bits, chunk); }});
   }
   s.append(std::move(gather));
   return s;

@@ -74,7 +74,8 @@ EngineOptions engine_options(const Config& config, const models::Model& model, E
                                            ? std::max<int64_t>(static_cast<int64_t>(fsdp.bucket_mb * (1 << 20)) / 4, 1)
                                            : 0,
                        .quantize_block = fsdp.quantize_weights ? fsdp.quantize_block : 0,
-                       .quantize_gradient_block = fsdp.quantize_gradients ? fsdp.quantize_block : 0,
+                       .gradient_wire = {.block = fsdp.quantize_gradients ? fsdp.quantize_block : 0,
+                                         .bits = fsdp.quantize_gradients ? fsdp.quantize_gradients : 8},
                        .node_copies = layout.node_copies};
 }
 

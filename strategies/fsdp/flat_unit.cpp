@@ -39,6 +39,8 @@ FlatUnit::FlatUnit(std::string name, nn::Module& root,
                    const std::vector<std::pair<std::string, Tensor>>& params, UnitGroups groups,
                    Options options)
     : name_(std::move(name)), groups_(std::move(groups)), options_(options) {
+  // Quantize only what crosses nodes: inside one, bytes cost a memcpy, and quantizing more.
+  if (groups_.shard->span() != dist::Span::cross_node) options_.quantize_block = 0;
   // Trainable parameters first, frozen ones after: gradients then only need the flat prefix
   // [0, trainable_numel_), and a frozen parameter costs no gradient memory on any rank.
   std::vector<size_t> order(params.size());
@@ -379,7 +381,7 @@ std::optional<FlatUnit::Reduction> FlatUnit::issue(Reduction r, const Tensor& fl
   if (options_.reduce_bf16 && (scatter || replicated))
     r.wire_ = new_buffer(r.reduced_.numel(), DType::bf16, memory::Category::communication);
   Tensor out = r.wire_.defined() ? r.wire_ : r.reduced_;
-  if (scatter && groups_.across && options_.quantize_gradient_block > 0)
+  if (scatter && groups_.across && options_.gradient_wire.quantized())
     reduce_scatter_over_nodes(r, flat, out, scatter_counts);
   else if (scatter)
     r.works_.push_back(groups_.shard->reduce_scatter_v_async(r.wire_.defined() ? flat.to(DType::bf16) : flat, out,
@@ -422,12 +424,12 @@ void FlatUnit::reduce_scatter_over_nodes(Reduction& r, const Tensor& flat, const
   Tensor node_sum = bucket_buffer(place_counts[mine]);
   r.works_.push_back(groups_.node->reduce_scatter_v_async(by_place, node_sum, place_counts, dist::ReduceOp::avg));
   r.works_.push_back(groups_.across->reduce_scatter_v_async(node_sum, out, node_counts, dist::ReduceOp::avg,
-                                                            dist::ReduceWire{options_.quantize_gradient_block}));
+                                                            options_.gradient_wire));
 }
 
 dist::ReduceWire FlatUnit::wire_over(const dist::ProcessGroup& group) const {
   if (group.span() != dist::Span::cross_node) return {};
-  return dist::ReduceWire{options_.quantize_gradient_block};
+  return options_.gradient_wire;
 }
 
 bool FlatUnit::communicates() const { return sharded() || groups_.replicate->size() > 1; }

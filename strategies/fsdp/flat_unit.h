@@ -65,14 +65,16 @@ class FlatUnit {
     int64_t row_numel = 0;
     // Elements of gradient one reduction carries at most (fsdp_bucket_mb); 0: the whole unit.
     int64_t bucket_numel = 0;
-    // > 0: training gathers send the shard block-quantized to int8, a scale per this many
-    // elements of a parameter (fsdp_quantize_weights: int8, ZeRO++'s qwZ); 0: the compute
+    // > 0: training gathers over a shard group that spans nodes send the shard
+    // block-quantized to int8, a scale per this many elements of a parameter
+    // (fsdp_quantize_weights: int8, ZeRO++'s qwZ); 0, or a group inside one node: the compute
     // dtype.
     int64_t quantize_block = 0;
-    // > 0: gradient reductions over groups that span nodes send int8, a scale per this many
-    // elements (fsdp_quantize_gradients: int8, ZeRO++'s qgZ); with UnitGroups::across they
-    // reduce inside the node in f32 first and quantize only what crosses nodes.
-    int64_t quantize_gradient_block = 0;
+    // How gradient reductions over groups that span nodes cross: quantized (int8 or int4, a
+    // scale per block; fsdp_quantize_gradients, ZeRO++'s qgZ) or not (block 0); with
+    // UnitGroups::across they reduce inside the node in f32 first and quantize only what
+    // crosses nodes.
+    dist::ReduceWire gradient_wire;
     // After the forward keep a copy sharded over UnitGroups::node (fsdp_reshard_after_forward:
     // node, ZeRO++'s hpZ).
     bool node_copies = false;
@@ -162,9 +164,9 @@ class FlatUnit {
   };
   // Slot i's gradient: summed locally (no sync), or put into its buckets. Returns the
   // reductions of the buckets it completed: reduce-scattered (average) over the shard group
-  // into this rank's part, then all-reduced (average) over the replicate group (each over an
-  // int8 wire where Options::quantize_gradient_block says so). Buckets whose
-  // collectives had nothing to communicate (one rank) have landed already.
+  // into this rank's part, then all-reduced (average) over the replicate group (each over a
+  // quantized wire where Options::gradient_wire says so). Buckets whose collectives had nothing
+  // to communicate (one rank) have landed already.
   std::vector<Reduction> take_gradient(size_t i, const Tensor& grad);
   // At the end of a backward in which some trainable parameters got no gradient (a branch
   // not taken): the buckets still open, with those parameters' gradients as zero (or as

@@ -30,7 +30,7 @@ FsdpModel::FsdpModel(std::shared_ptr<models::Model> module, std::vector<UnitPlan
                           .row_numel = plan.row_numel,
                           .bucket_numel = options_.bucket_numel,
                           .quantize_block = options_.quantize_block,
-                          .quantize_gradient_block = options_.quantize_gradient_block,
+                          .gradient_wire = options_.gradient_wire,
                           .node_copies = options_.node_copies}));
     const bool own_boundary = !plan.replicated && !plan.name.empty();
     call_boundaries_.push_back(own_boundary ? plan.module : nullptr);

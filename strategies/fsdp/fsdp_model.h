@@ -60,8 +60,8 @@ struct EngineOptions {
   // fsdp_quantize_weights: int8: training gathers send int8 with a scale per this many
   // elements (fsdp_quantize_block); 0: the compute dtype.
   int64_t quantize_block = 0;
-  // fsdp_quantize_gradients: int8: reductions across nodes do (FlatUnit::Options).
-  int64_t quantize_gradient_block = 0;
+  // fsdp_quantize_gradients: int8 or int4: how reductions across nodes cross (FlatUnit::Options).
+  dist::ReduceWire gradient_wire;
   bool node_copies = false;  // fsdp_reshard_after_forward: node, where it applies
 };
 

@@ -60,9 +60,14 @@ void check(const Config& c) {
   const FsdpConfig& f = c.dist.fsdp;
   ACC_CHECK(f.size >= 0, "fsdp_config.fsdp_size: must be >= 0 (got ", f.size, ")");
   ACC_CHECK(f.quantize_block >= 16, "fsdp_config.fsdp_quantize_block: must be >= 16 (got ", f.quantize_block, ")");
-  ACC_CHECK(!(f.quantize_gradients && f.reduce_bf16),
-            "fsdp_config.fsdp_quantize_gradients: int8 reduces in f32 inside a node and sends int8 across nodes; "
-            "it does not combine with fsdp_reduce_dtype: bf16");
+  ACC_CHECK(f.quantize_gradients == 0 || f.quantize_gradients == 8 || f.quantize_gradients == 4,
+            "fsdp_config.fsdp_quantize_gradients: ", f.quantize_gradients, " bits; expected 8 (int8), 4 (int4) or 0 (none)");
+  ACC_CHECK(!(f.quantize_gradients && f.reduce_bf16), "fsdp_config.fsdp_quantize_gradients: int",
+            f.quantize_gradients, " reduces in f32 inside a node and sends int", f.quantize_gradients,
+            " across nodes; it does not combine with fsdp_reduce_dtype: bf16");
+  ACC_CHECK(f.quantize_gradients != 4 || f.quantize_block % 2 == 0,
+            "fsdp_config.fsdp_quantize_block: int4 packs two values a byte, so a block must be even (got ",
+            f.quantize_block, ")");
   ACC_CHECK(f.bucket_mb >= 0, "fsdp_config.fsdp_bucket_mb: must be >= 0 (got ", f.bucket_mb, ")");
   ACC_CHECK(f.min_num_params >= 0, "fsdp_config.fsdp_min_num_params: must be >= 0 (got ", f.min_num_params, ")");
   ACC_CHECK(f.wrap_fn || f.effective_wrap_policy() != WrapPolicy::SIZE_BASED_WRAP || f.min_num_params > 0,
@@ -150,12 +155,20 @@ OptionSection option_section() {
                                          .help = "int8: training gathers send weights block-quantized to int8 "
                                                  "(ZeRO++'s qwZ): a quarter of f32's bytes, half of bf16's"},
                                         &FsdpConfig::quantize_weights);
-  OptionSpec quantize_gradients = two_way({.key = "fsdp_quantize_gradients",
-                                           .default_value = "none",
-                                           .allowed = {"none", "int8"},
-                                           .help = "int8: gradient reductions across nodes send int8 (ZeRO++'s qgZ), "
-                                                   "after a reduction inside the node in f32"},
-                                          &FsdpConfig::quantize_gradients);
+  OptionSpec quantize_gradients{.key = "fsdp_quantize_gradients",
+                                .type = T::choice,
+                                .default_value = "none",
+                                .allowed = {"none", "int8", "int4"},
+                                .help = "int8 or int4: gradient reductions across nodes send that (ZeRO++'s qgZ), "
+                                        "after a reduction inside the node in f32"};
+  quantize_gradients.store = [](Config& c, const std::string& text, const std::string&) {
+    c.dist.fsdp.quantize_gradients = text == "int8" ? 8 : text == "int4" ? 4 : 0;
+  };
+  quantize_gradients.load = [](const Config& c) -> std::optional<std::string> {
+    const int bits = c.dist.fsdp.quantize_gradients;
+    if (bits == 0) return std::nullopt;
+    return "int" + std::to_string(bits);
+  };
   OptionSpec reshard = two_way({.key = "fsdp_reshard_after_forward",
                                 .default_value = "true",
                                 .allowed = {"true", "node"},

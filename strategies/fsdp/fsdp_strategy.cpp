@@ -38,6 +38,10 @@ void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
     log::info("fsdp_config.fsdp_reshard_after_forward: node changes nothing for {} over shard groups of {} "
               "ranks with {} ranks per node: no gather crosses nodes after the forward",
               name(), shard_size_, local);
+  if (fsdp.quantize_weights && mesh_->group(kShardAxis)->span() != dist::Span::cross_node)
+    log::info("fsdp_config.fsdp_quantize_weights: int8 changes nothing for {} over shard groups of {} ranks "
+              "inside one node: only gathers that cross nodes are quantized",
+              name(), shard_size_);
   // Two-level int8 reductions need whole nodes of more than one rank; otherwise a reduction
   // that spans nodes goes over the int8 wire in one level.
   const bool two_level = fsdp.quantize_gradients && local > 1 && shard_size_ > local && shard_size_ % local == 0;

@@ -1,15 +1,17 @@
-// Block-wise int8 quantization (ZeRO++'s qwZ/qgZ wire format): the vector kernels (AVX-512 or,
-// under test_kernels_avx2, AVX2) agree bit for bit with the scalar reference on block tails,
-// zero blocks and outliers; each element comes back within half its block's scale; ties round
-// to even.
+// Block-wise int8 and int4 quantization (ZeRO++'s qwZ/qgZ wire format): the vector kernels
+// (AVX-512 or, under test_kernels_avx2, AVX2) agree bit for bit with the scalar reference on
+// block tails, zero blocks and outliers; each element comes back within half its block's scale;
+// ties round to even; int4 packs element 2i in the low nibble of byte i.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "acc/kernels/convert.h"
 #include "acc/kernels/quantize.h"
+#include "acc/util/error.h"
 #include "support/test_support.h"
 
 namespace acc::kernels {
@@ -97,15 +99,65 @@ TEST(Quantize, EachElementComesBackWithinHalfItsBlocksScale) {
   EXPECT_EQ(s[0], 0.f);
 }
 
-// A message is the values then the scales, whole words: what quantize_int8 makes, laid out
-// for a collective to send.
+TEST(Quantize, Int4KnownBlockPacksTwoValuesAByte) {
+  const std::vector<float> x{1.f, -2.f, 0.5f, 0.f, 0.75f};
+  std::vector<uint8_t> packed(3);
+  float scale = 0;
+  quantize_int4(x.data(), 5, 16, packed.data(), &scale);
+  EXPECT_EQ(scale, 2.f / 7.f);
+  // x * 7/2: 3.5 -> 4 (even), -7, 1.75 -> 2, 0, 2.625 -> 3; -7 is 0x9 as a nibble.
+  EXPECT_EQ(packed, (std::vector<uint8_t>{0x94, 0x02, 0x03}));
+  std::vector<float> back(5);
+  dequantize_int4(packed.data(), &scale, 5, 16, back.data());
+  EXPECT_EQ(back, (std::vector<float>{4 * scale, -7 * scale, 2 * scale, 0.f, 3 * scale}));
+}
+
+TEST(Quantize, Int4FastMatchesReferenceBitwise) {
+  for (const int64_t block : {kQuantBlock, int64_t{64}, int64_t{100}, int64_t{1000}})
+    for (const int64_t n : {1, 7, 255, 256, 257, 1000, 4097, (1 << 17) + 3}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " block=" << block);
+      const std::vector<float> x = data(n, block);
+      const int64_t blocks = quant_blocks(n, block), bytes = (n + 1) / 2;
+      std::vector<uint8_t> q(bytes), q_ref(bytes);
+      std::vector<float> s(blocks), s_ref(blocks);
+      quantize_int4(x.data(), n, block, q.data(), s.data());
+      ref::quantize_int4(x.data(), n, block, q_ref.data(), s_ref.data());
+      ASSERT_EQ(q, q_ref);
+      ASSERT_EQ(0, std::memcmp(s.data(), s_ref.data(), static_cast<size_t>(blocks) * 4));
+      std::vector<float> back(n), back_ref(n);
+      dequantize_int4(q.data(), s.data(), n, block, back.data());
+      ref::dequantize_int4(q.data(), s.data(), n, block, back_ref.data());
+      ASSERT_EQ(0, std::memcmp(back.data(), back_ref.data(), static_cast<size_t>(n) * 4));
+      // Within half a step (max |x| / 7) of its block.
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_LE(std::fabs(x[i] - back[i]), s[i / block] * (0.5f + 1e-4f)) << "index " << i;
+    }
+}
+
+TEST(Quantize, Int4NeedsAnEvenBlock) {
+  const std::vector<float> x(8, 1.f);
+  std::vector<uint8_t> packed(4);
+  std::vector<float> s(2);
+  try {
+    quantize_int4(x.data(), 8, 5, packed.data(), s.data());
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("an int4 block must be a positive even number of elements (two values "
+                                         "share a byte), got 5"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A message is the values then the scales, whole words: what quantize_int8 (int4) makes, laid
+// out for a collective to send.
 TEST(Quantize, MessagesHoldValuesThenScales) {
   for (const int64_t n : {1, 5, 256, 1001}) {
-    const int64_t block = 64, bytes = quantized_message_bytes(n, block);
+    const int64_t block = 64, bytes = quantized_message_bytes(n, block, 8);
     EXPECT_EQ(bytes, (n + 3) / 4 * 4 + 4 * quant_blocks(n, block)) << n;
     const std::vector<float> x = data(n, block);
     std::vector<int32_t> message(static_cast<size_t>(bytes / 4));
-    quantize_message(x.data(), n, block, message.data());
+    quantize_message(x.data(), n, block, 8, message.data());
     std::vector<int8_t> q(n);
     std::vector<float> s(quant_blocks(n, block));
     ref::quantize_int8(x.data(), n, block, q.data(), s.data());
@@ -113,8 +165,28 @@ TEST(Quantize, MessagesHoldValuesThenScales) {
     EXPECT_EQ(0, std::memcmp(bytes_of, q.data(), static_cast<size_t>(n))) << n;
     EXPECT_EQ(0, std::memcmp(bytes_of + (n + 3) / 4 * 4, s.data(), s.size() * 4)) << n;
     std::vector<float> back(n), back_ref(n);
-    dequantize_message(message.data(), n, block, back.data());
+    dequantize_message(message.data(), n, block, 8, back.data());
     ref::dequantize_int8(q.data(), s.data(), n, block, back_ref.data());
+    EXPECT_EQ(back, back_ref) << n;
+  }
+}
+
+TEST(Quantize, Int4MessagesHoldPackedValuesThenScales) {
+  for (const int64_t n : {1, 5, 256, 1001}) {
+    const int64_t block = 64, bytes = quantized_message_bytes(n, block, 4), values = ((n + 1) / 2 + 3) / 4 * 4;
+    EXPECT_EQ(bytes, values + 4 * quant_blocks(n, block)) << n;
+    const std::vector<float> x = data(n, block);
+    std::vector<int32_t> message(static_cast<size_t>(bytes / 4));
+    quantize_message(x.data(), n, block, 4, message.data());
+    std::vector<uint8_t> q((n + 1) / 2);
+    std::vector<float> s(quant_blocks(n, block));
+    ref::quantize_int4(x.data(), n, block, q.data(), s.data());
+    const auto* bytes_of = reinterpret_cast<const char*>(message.data());
+    EXPECT_EQ(0, std::memcmp(bytes_of, q.data(), q.size())) << n;
+    EXPECT_EQ(0, std::memcmp(bytes_of + values, s.data(), s.size() * 4)) << n;
+    std::vector<float> back(n), back_ref(n);
+    dequantize_message(message.data(), n, block, 4, back.data());
+    ref::dequantize_int4(q.data(), s.data(), n, block, back_ref.data());
     EXPECT_EQ(back, back_ref) << n;
   }
 }

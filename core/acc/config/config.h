@@ -146,10 +146,10 @@ struct FsdpConfig {
   // elements, dequantized into the compute dtype on arrival (fsdp_quantize_weights: int8,
   // ZeRO++'s qwZ); the masters, the optimizer and summon_full_params stay exact.
   bool quantize_weights = false;
-  // Gradient reductions across nodes send int8 the same way, summed in f32 on arrival; with
-  // several ranks per node the node reduces in f32 first and only its sum crosses
-  // (fsdp_quantize_gradients: int8, ZeRO++'s qgZ).
-  bool quantize_gradients = false;
+  // Gradient reductions across nodes send this many bits a value the same way (8 or 4; 0: not
+  // quantized), summed in f32 on arrival; with several ranks per node the node reduces in f32
+  // first and only its sum crosses (fsdp_quantize_gradients: int8 or int4, ZeRO++'s qgZ).
+  int quantize_gradients = 0;
   int64_t quantize_block = 256;  // fsdp_quantize_block, for both
   // After a unit's forward, keep a copy of it sharded among the node's ranks, so the backward's
   // gather never crosses nodes (fsdp_reshard_after_forward: node, ZeRO++'s hpZ; FSDP2's

@@ -24,7 +24,7 @@ const char* collective_op_name(CollectiveOp op) {
 
 CollectiveSignature CollectiveSignature::make(uint64_t seq, CollectiveOp op, int32_t dtype,
                                               int64_t numel, int32_t root, int32_t reduce,
-                                              int32_t wire_block) {
+                                              int32_t wire_block, int32_t wire_bits) {
   CollectiveSignature s;
   s.seq = seq;
   s.op = op;
@@ -33,6 +33,7 @@ CollectiveSignature CollectiveSignature::make(uint64_t seq, CollectiveOp op, int
   s.root = root;
   s.reduce = reduce;
   s.wire_block = wire_block;
+  s.wire_bits = wire_block > 0 ? wire_bits : 0;
   const std::string where = activity::describe();
   std::memcpy(s.where, where.data(), std::min(where.size(), sizeof s.where - 1));
   return s;
@@ -45,7 +46,8 @@ std::string CollectiveSignature::describe() const {
     out += ", " + std::to_string(numel) + " elements";
   }
   if (reduce >= 0) out += ", " + reduce_op_name(static_cast<ReduceOp>(reduce));
-  if (wire_block > 0) out += ", int8 wire (block " + std::to_string(wire_block) + ")";
+  if (wire_block > 0)
+    out += ", int" + std::to_string(wire_bits) + " wire (block " + std::to_string(wire_block) + ")";
   if (root >= 0) out += ", root " + std::to_string(root);
   const std::string_view place(where, strnlen(where, sizeof where));
   if (!place.empty()) out += (dtype >= 0 ? "; " : "") + std::string(place);
@@ -55,6 +57,7 @@ std::string CollectiveSignature::describe() const {
 bool operator==(const CollectiveSignature& a, const CollectiveSignature& b) {
   return a.seq == b.seq && a.op == b.op && a.dtype == b.dtype && a.numel == b.numel &&
          a.root == b.root && a.reduce == b.reduce && a.wire_block == b.wire_block &&
+         a.wire_bits == b.wire_bits &&
          std::strncmp(a.where, b.where, sizeof a.where) == 0;
 }
 

@@ -20,12 +20,14 @@ struct CollectiveSignature {
   int64_t numel = 0;   // elements of the whole: all_gather's output, reduce_scatter's input
   int32_t root = -1;   // broadcast's root
   int32_t reduce = -1; // ReduceOp of the reductions
-  int32_t wire_block = 0;  // ReduceWire::int8_block of the reductions
-  char where[92] = {}; // activity::describe() when it was issued, cut to fit
+  int32_t wire_block = 0;  // ReduceWire::block of the reductions
+  int32_t wire_bits = 0;   // and its bits (0 when not quantized)
+  char where[88] = {}; // activity::describe() when it was issued, cut to fit
 
   // Builds one; `where` is the issuing thread's activity now.
   static CollectiveSignature make(uint64_t seq, CollectiveOp op, int32_t dtype, int64_t numel,
-                                  int32_t root = -1, int32_t reduce = -1, int32_t wire_block = 0);
+                                  int32_t root = -1, int32_t reduce = -1, int32_t wire_block = 0,
+                                  int32_t wire_bits = 0);
   // "all_gather #812 (bf16, 3,145,728 elements; step 3, forward, unit transformer.h.3)".
   std::string describe() const;
 };

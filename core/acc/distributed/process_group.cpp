@@ -37,14 +37,16 @@ void check_avg(const char* op, ReduceOp rop, const Tensor& t) {
 }
 
 void check_wire(const char* op, ReduceWire wire, const Tensor& t) {
-  ACC_CHECK(wire.int8_block >= 0, op, ": int8_block ", wire.int8_block, " is negative");
-  ACC_CHECK(!wire.quantized() || t.dtype() == DType::f32, op, ": an int8 wire quantizes f32, got ",
-            t.describe());
+  ACC_CHECK(wire.block >= 0, op, ": the wire's block ", wire.block, " is negative");
+  if (!wire.quantized()) return;
+  ACC_CHECK(wire.bits == 8 || (wire.bits == 4 && wire.block % 2 == 0), op, ": a quantized wire has 8 bits, or 4 "
+            "with an even block; got ", wire.bits, " bits, block ", wire.block);
+  ACC_CHECK(t.dtype() == DType::f32, op, ": a quantized wire quantizes f32, got ", t.describe());
 }
 
 // The bytes of `t` as `wire` sends them.
 uint64_t wire_bytes_of(const Tensor& t, ReduceWire wire) {
-  return wire.quantized() ? static_cast<uint64_t>(kernels::quantized_message_bytes(t.numel(), wire.int8_block))
+  return wire.quantized() ? static_cast<uint64_t>(kernels::quantized_message_bytes(t.numel(), wire.block, wire.bits))
                           : t.nbytes();
 }
 
@@ -73,10 +75,10 @@ std::string ProcessGroup::describe() const {
 
 std::shared_ptr<Work> ProcessGroup::new_work(CollectiveOp op, const Tensor& whole,
                                              std::vector<Tensor> buffers, int root, int reduce,
-                                             int64_t wire_block) {
+                                             int64_t wire_block, int wire_bits) {
   const auto signature = CollectiveSignature::make(
       next_seq_, op, whole.defined() ? static_cast<int32_t>(whole.dtype()) : -1,
-      whole.defined() ? whole.numel() : 0, root, reduce, static_cast<int32_t>(wire_block));
+      whole.defined() ? whole.numel() : 0, root, reduce, static_cast<int32_t>(wire_block), wire_bits);
   std::ostringstream os;
   os << collective_op_name(op) << " #" << next_seq_++ << " on " << describe();
   if (signature.where[0] != 0) os << ", during " << signature.where;
@@ -145,7 +147,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_v_async(const Tensor& input,
             " on rank ", rank(), "; expected input numel ", total, " and output numel ",
             counts[rank()]);
   auto work = new_work(CollectiveOp::reduce_scatter, input, {input, output}, -1, static_cast<int>(rop),
-                       wire.int8_block);
+                       wire.block, wire.bits);
   work->set_wire_bytes(count_traffic(TrafficKind::reduce_scatter, wire_bytes_of(input, wire), size(), span_));
   do_reduce_scatter(work, buffer_of(input), buffer_of(output), counts, rop, wire);
   return work;
@@ -155,7 +157,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& tensor, Reduc
   check_defined("all_reduce", "", tensor);
   check_avg("all_reduce", rop, tensor);
   check_wire("all_reduce", wire, tensor);
-  auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop), wire.int8_block);
+  auto work = new_work(CollectiveOp::all_reduce, tensor, {tensor}, -1, static_cast<int>(rop), wire.block, wire.bits);
   work->set_wire_bytes(count_traffic(TrafficKind::all_reduce, wire_bytes_of(tensor, wire), size(), span_));
   do_all_reduce(work, buffer_of(tensor), rop, wire);
   return work;

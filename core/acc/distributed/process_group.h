@@ -31,15 +31,16 @@ namespace acc::dist {
 
 enum class ReduceOp { sum, avg };  // avg: the sum divided by the group size (f32/bf16 only)
 
-// How a reduction's data crosses the wire: as the tensor's dtype, or (int8_block > 0, f32
-// tensors only) block-quantized to int8 with one f32 scale per int8_block elements
-// (kernels/quantize.h), summed in f32 on arrival: ZeRO++'s qgZ, about a quarter of f32's
-// bytes. A rank's own contribution to its chunk is not quantized; an all_reduce quantizes
-// the reduced chunks it gathers too, the owner's included, so every rank ends with the same
-// values.
+// How a reduction's data crosses the wire: as the tensor's dtype, or (block > 0, f32 tensors
+// only) block-quantized to `bits` (8 or 4; 4 needs an even block) with one f32 scale per
+// `block` elements (kernels/quantize.h), summed in f32 on arrival: ZeRO++'s qgZ, about a
+// quarter (int8) or an eighth (int4) of f32's bytes. A rank's own contribution to its chunk is
+// not quantized; an all_reduce quantizes the reduced chunks it gathers too, the owner's
+// included, so every rank ends with the same values.
 struct ReduceWire {
-  int64_t int8_block = 0;
-  bool quantized() const { return int8_block > 0; }
+  int64_t block = 0;
+  int bits = 8;
+  bool quantized() const { return block > 0; }
 };
 
 // How a collective is queued. Ordered ones run one after another in issue order (above). An
@@ -151,7 +152,7 @@ class ProcessGroup {
   // The work of one collective, holding `buffers` until it has completed (see Work::hold); its
   // signature's `where` and its description name what this thread is doing (util/activity.h).
   std::shared_ptr<Work> new_work(CollectiveOp op, const Tensor& whole, std::vector<Tensor> buffers,
-                                 int root = -1, int reduce = -1, int64_t wire_block = 0);
+                                 int root = -1, int reduce = -1, int64_t wire_block = 0, int wire_bits = 0);
 
   std::string name_;
   std::vector<int> world_ranks_;

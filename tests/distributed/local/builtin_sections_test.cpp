@@ -45,7 +45,7 @@ TEST(BuiltInSections, EveryKeyReachesItsField) {
       {"fsdp_cpu_ram_efficient_loading", "true"}, {"fsdp_activation_checkpointing", "[GPT2MLP]"},
       {"fsdp_use_orig_params", "false"}, {"fsdp_reduce_dtype", "bf16"}, {"fsdp_vocab_parallel", "false"},
       {"fsdp_memory_limit", "1GiB"}, {"fsdp_bucket_mb", "0.5"},
-      {"fsdp_quantize_weights", "int8"}, {"fsdp_quantize_gradients", "int8"}, {"fsdp_quantize_block", "64"},
+      {"fsdp_quantize_weights", "int8"}, {"fsdp_quantize_gradients", "int4"}, {"fsdp_quantize_block", "64"},
       {"fsdp_reshard_after_forward", "node"}, {"axis_names", "[fsdp, model]"}, {"mesh_shape", "[2, 1]"},
       {"sharding_rules", "rules.yaml"}};
   for (const auto& section : field_sections())
