@@ -264,8 +264,9 @@ struct Bench {
   // exposed communication and bytes sent per step across nodes and within, each against plain
   // FULL_SHARD's.
   // `only`: the levers' keys to run (plain first if asked for: the others are against it).
-  // `rounds`: every lever runs that many times, in turn (plain, the others, plain, ...), so that
-  // a slow spell of the machine falls on all of them; each row is the run of median tokens/s,
+  // `rounds`: every lever runs that many times, in turn, each round starting one lever later, so
+  // that neither a slow spell of the machine nor a place in the order favours one; each row is
+  // the run of median tokens/s,
   // and "spread" is (max - min) / median of a lever's tokens/s over the rounds: its noise.
   void lever_rows(bool bf16, const std::set<std::string>& only, int rounds) {
     struct Lever {
@@ -288,12 +289,13 @@ struct Bench {
     auto selected = [&](const Lever& l) { return only.empty() || only.count(l.key); };
     std::vector<Result> runs[kLevers];
     for (int round = 0; round < rounds; ++round)
-      for (size_t i = 0; i < kLevers; ++i) {
+      for (size_t k = 0; k < kLevers; ++k) {
+        const size_t i = (k + static_cast<size_t>(round)) % kLevers;  // each round starts elsewhere
         if (!selected(levers[i])) continue;
         Config config = fsdp_config(levers[i].strategy, bf16);
         config.dist.fsdp.reshard_to_node = levers[i].node_copies;
         config.dist.fsdp.quantize_weights = levers[i].int8_gathers;
-        config.dist.fsdp.quantize_gradients = levers[i].int8_gradients;
+        config.dist.fsdp.quantize_gradients = levers[i].int8_gradients ? 8 : 0;
         runs[i].push_back(run(config));
       }
     Result plain{};
