@@ -184,8 +184,8 @@ void check_int4_block(int64_t block) {
             "(two values share a byte), got ", block);
 }
 
-// int4 bytes before the scales of a message: whole words.
-int64_t int4_value_bytes(int64_t n) { return ((n + 1) / 2 + 3) / 4 * 4; }
+// The bytes of a message's n values of `bits`, before its scales: whole words.
+int64_t value_bytes(int64_t n, int bits) { return ((bits == 4 ? (n + 1) / 2 : n) + 3) / 4 * 4; }
 
 }  // namespace
 
@@ -239,26 +239,25 @@ void dequantize_int4(const uint8_t* packed, const float* scales, int64_t n, int6
 }
 
 int64_t quantized_message_bytes(int64_t n, int64_t block, int bits) {
-  return (bits == 4 ? int4_value_bytes(n) : (n + 3) / 4 * 4) + 4 * quant_blocks(n, block);
+  return value_bytes(n, bits) + 4 * quant_blocks(n, block);
 }
 
 void quantize_message(const float* x, int64_t n, int64_t block, int bits, void* message) {
   auto* bytes = static_cast<uint8_t*>(message);
-  if (bits == 4) {
-    quantize_int4(x, n, block, bytes, reinterpret_cast<float*>(bytes + int4_value_bytes(n)));
-    return;
-  }
-  quantize_int8(x, n, block, reinterpret_cast<int8_t*>(bytes), reinterpret_cast<float*>(bytes + (n + 3) / 4 * 4));
+  auto* scales = reinterpret_cast<float*>(bytes + value_bytes(n, bits));
+  if (bits == 4)
+    quantize_int4(x, n, block, bytes, scales);
+  else
+    quantize_int8(x, n, block, reinterpret_cast<int8_t*>(bytes), scales);
 }
 
 void dequantize_message(const void* message, int64_t n, int64_t block, int bits, float* out) {
   const auto* bytes = static_cast<const uint8_t*>(message);
-  if (bits == 4) {
-    dequantize_int4(bytes, reinterpret_cast<const float*>(bytes + int4_value_bytes(n)), n, block, out);
-    return;
-  }
-  dequantize_int8(reinterpret_cast<const int8_t*>(bytes), reinterpret_cast<const float*>(bytes + (n + 3) / 4 * 4), n,
-                  block, out);
+  const auto* scales = reinterpret_cast<const float*>(bytes + value_bytes(n, bits));
+  if (bits == 4)
+    dequantize_int4(bytes, scales, n, block, out);
+  else
+    dequantize_int8(reinterpret_cast<const int8_t*>(bytes), scales, n, block, out);
 }
 
 namespace ref {
