@@ -103,6 +103,9 @@ class FlatUnit {
   const Tensor& grad() const { return grad_; }
   const Tensor& compute_shard() const { return compute_; }
   bool sharded() const { return groups_.shard->size() > 1; }
+  // Whether training gathers fill `full` with int8-quantized values (Options::quantize_block,
+  // cleared for a shard group inside one node).
+  bool quantizes_gathers() const { return options_.quantize_block > 0; }
   const UnitGroups& groups() const { return groups_; }
 
   // --- parameters ---

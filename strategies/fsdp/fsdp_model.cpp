@@ -316,7 +316,7 @@ void FsdpModel::begin_full_params(bool writeback) {
             "are rounded copies of the f32 masters");
   close_interrupted_backward();
   for (auto& unit : units_) {
-    if (options_.quantize_block > 0) unit->release();  // it may hold a training gather's int8 values
+    if (unit->quantizes_gathers()) unit->release();  // it may hold a training gather's int8 values
     unit->gather(FlatUnit::Precision::exact);
   }
   phase_ = Phase::summoned;
