@@ -10,12 +10,13 @@
 // ordered reductions: a collective's messages carry its lane as the tag on the group's
 // communicator, so the lanes' messages never match each other, and a group on one node has a
 // shared-memory channel per lane. A collective that makes no MPI call (the shared-memory
-// schedules) may instead run on the thread that waits for it, when nothing is ahead of it (run_here): a blocking collective then costs no hand-off to this
-// thread and back, which on a core shared by both threads is two thread switches. Every task
-// must finish within ACC_COMM_TIMEOUT of starting; otherwise it fails with a message naming
-// the op, its group and the peers that have not answered, and the
-// engine is broken from then on: later tasks fail at once and the job is aborted at shutdown
-// (pending transfers make a clean MPI_Finalize impossible), so the process exits non-zero.
+// schedules) may instead run on the thread that waits for it, when nothing is ahead of it
+// (run_here): a blocking collective then costs no hand-off to this thread and back, which on a
+// core shared by both threads is two thread switches. Every task must finish within
+// ACC_COMM_TIMEOUT of starting; otherwise it fails with a message naming the op, its group and
+// the peers that have not answered, and the engine is broken from then on: later tasks fail at
+// once and the job is aborted at shutdown (pending transfers make a clean MPI_Finalize
+// impossible), so the process exits non-zero.
 #include <mpi.h>
 
 #include <atomic>
