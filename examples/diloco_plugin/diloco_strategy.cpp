@@ -64,10 +64,8 @@ class DilocoStrategy : public acc::Strategy {
                                                      const acc::estimate::Workload& w,
                                                      const acc::Config& config) const override {
     const int64_t n = shape.parameters;
-    acc::estimate::Memory m;
-    m.parameters = 4 * n;
-    m.gradients = 4 * n;
-    m.optimizer_state = 8 * n + 12 * n;
+    acc::estimate::Memory m = acc::estimate::training_state(n, false);
+    m.optimizer_state += 12 * n;
     m.activations = acc::estimate::activation_bytes(shape, w.batch / w.world, w.seq, w.bf16, false);
     m.communication = acc::estimate::communication_bytes(w);
     const std::string h = config.section(kSection).text("inner_steps");

@@ -29,6 +29,10 @@ std::string to_string(const Plan& plan) {
   return out;
 }
 
+std::vector<Placement> sharded_placements(int replicas, int shard_size) {
+  return {{kReplicateAxis, Placement::Kind::replicated, replicas}, {kShardAxis, Placement::Kind::sharded, shard_size}};
+}
+
 int shard_group_size(const Plan& plan, const estimate::Workload& w) {
   if (plan.strategy == ShardingStrategy::NO_SHARD) return 1;
   if (plan.size > 0) return std::min(plan.size, w.world);
@@ -43,16 +47,13 @@ bool keeps_node_copies(ShardingStrategy strategy, int shard_size, int ranks_per_
 
 estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const estimate::Workload& w) {
   using estimate::Family;
-  estimate::Memory e;
   const int n = shard_group_size(plan, w);
-  const double held = static_cast<double>(s.parameters) / n;
+  const int64_t held = held_elements(s.parameters, sharded_placements(std::max(1, w.world / n), n));
+  estimate::Memory e = estimate::training_state(held, w.bf16);
   const double compute_elem = w.bf16 ? 2.0 : 4.0;
-  e.parameters = static_cast<int64_t>((w.bf16 ? 6.0 : 4.0) * held);
-  e.gradients = static_cast<int64_t>(4.0 * held);
-  e.optimizer_state = static_cast<int64_t>(8.0 * held);
   if (!plan.offload_dir.empty()) {  // the f32 masters and both moments live in files
-    e.on_disk = static_cast<int64_t>(12.0 * held);
-    e.parameters -= static_cast<int64_t>(4.0 * held);
+    e.on_disk = 12 * held;
+    e.parameters -= 4 * held;
     e.optimizer_state = 0;
   }
   // Split by vocabulary rows, the embedding and head are never gathered (fsdp_vocab_parallel).

@@ -29,6 +29,11 @@ struct Plan {
 };
 std::string to_string(const Plan& plan);  // "FULL_SHARD + activation checkpointing + files in /d"
 
+// The axes of FSDP's mesh (replicas x shard group) and how a sharded unit's pieces lie on them:
+// the same piece on every replica, flat shards within the shard group.
+inline const std::string kReplicateAxis = "replicate", kShardAxis = "shard";
+std::vector<Placement> sharded_placements(int replicas, int shard_size);
+
 // Ranks one shard group spans under `plan`.
 int shard_group_size(const Plan& plan, const estimate::Workload& w);
 

@@ -8,9 +8,6 @@
 #include "fsdp_estimate.h"
 
 namespace acc::fsdp {
-namespace {
-const std::string kReplicateAxis = "replicate", kShardAxis = "shard";
-}  // namespace
 
 void FsdpStrategy::setup(std::shared_ptr<dist::ProcessGroup> world,
                          const dist::Topology& topology, const Config& config) {
@@ -63,7 +60,7 @@ std::shared_ptr<ShardedModel> FsdpStrategy::wrap(std::shared_ptr<models::Model> 
                   .replicate = mesh_->group(kReplicateAxis),
                   .node = node_group_,
                   .across = across_group_,
-                  .placements = {{kReplicateAxis, Kind::replicated, replicas}, {kShardAxis, Kind::sharded, shard_size_}}},
+                  .placements = sharded_placements(replicas, shard_size_)},
        .replicated_groups = {.shard = self_group_,  // every rank, whole
                              .replicate = world(),
                              .placements = {{kReplicateAxis, Kind::replicated, replicas},

@@ -9,36 +9,14 @@
 #include "fsdp/engine_setup.h"
 #include "fsdp/wrap_policy.h"
 #include "output_rules.h"
+#include "resolve_sharding.h"
+#include "spmd_estimate.h"
 #include "spmd_model.h"
 #include "axis_names.h"
 
 namespace acc::spmd {
 
 namespace {
-
-// torchprime's name for the tensor-parallel axis: the same axis as `model`, in the mesh and the
-// rules, and named `model` from then on.
-
-ResolvedSharding resolve(models::Model& model, const Mesh& mesh, const std::string& rules_file) {
-  std::vector<std::pair<std::string, Shape>> params;
-  for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, p.shape());
-  std::vector<std::string> modules;
-  for (auto& [path, _] : model.named_modules())
-    if (!path.empty()) modules.push_back(path);
-  if (rules_file.empty())  // FSDPv2's default: every parameter split on its first dim over fsdp
-    return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, mesh.axis_names(), kFsdpAxis);
-  ShardingRules rules = ShardingRules::from_file(rules_file);
-  rules.rename_axis(kTensorAxisAlias, kModelAxis);
-  ResolvedSharding sharding = rules.resolve(params, modules, mesh.axis_names());
-  for (const auto& warning : sharding.warnings) log::warn("{}", warning);
-  // acc's modules return one tensor: `[0]` names it as the plain key does, and of the two the
-  // first in the file decides, as for any name.
-  std::set<std::string> decided;
-  std::erase_if(sharding.outputs, [&](const std::pair<std::string, ShardingRule>& o) {
-    return o.second.output_index <= 0 && !decided.insert(o.first).second;
-  });
-  return sharding;
-}
 
 // Parameters whose spec does not use fsdp leave their units for one unit held whole on every
 // fsdp rank (gradients all-reduced over the axis); returns their names with the ignored
@@ -92,7 +70,7 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
 
 std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> model) {
   ACC_CHECK(model, name(), ": the model to wrap is null");
-  const ResolvedSharding sharding = resolve(*model, *mesh_, config().dist.spmd.sharding_rules);
+  const ResolvedSharding sharding = resolve_sharding(*model, mesh_->axis_names(), config().dist.spmd.sharding_rules);
   fsdp::prepare_model(*model, config(), *world());
   const auto& model_group = mesh_->has_axis(kModelAxis) ? mesh_->group(kModelAxis) : self_group_;
   auto tensor_parallel = std::make_unique<TensorParallel>(*model, sharding, model_group);
@@ -128,6 +106,11 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   OutputSharding output_sharding(config().dist.spmd.shard_output, mesh_, tensor_parallel->splits_vocabulary());
   return std::make_shared<SpmdModel>(std::move(model), std::move(engine), std::move(tensor_parallel), mesh_,
                                      std::move(output_sharding), std::move(output_checks));
+}
+
+std::vector<StrategyEstimate> SpmdStrategy::estimate_memory(const estimate::ModelShape& shape,
+                                                            const estimate::Workload& w, const Config& config) const {
+  return estimate_rows(shape, w, config);
 }
 
 }  // namespace acc::spmd

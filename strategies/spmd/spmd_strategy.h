@@ -26,6 +26,8 @@ class SpmdStrategy final : public Strategy {
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;
   int data_parallel_rank() const override { return mesh_->coordinate(kFsdpAxis); }
   int data_parallel_size() const override { return mesh_->size(kFsdpAxis); }
+  std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                                const Config& config) const override;
 
  private:
   std::shared_ptr<Mesh> mesh_;

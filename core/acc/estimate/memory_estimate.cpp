@@ -33,6 +33,14 @@ double head_saved_per_token(const ModelShape& s, bool bf16) {
 
 }  // namespace
 
+Memory training_state(int64_t held, bool bf16) {
+  Memory m;
+  m.parameters = (bf16 ? 6 : 4) * held;
+  m.gradients = 4 * held;
+  m.optimizer_state = 8 * held;
+  return m;
+}
+
 int64_t activation_bytes(const ModelShape& s, int64_t batch_per_rank, int64_t seq, bool bf16,
                          bool activation_checkpointing, int vocab_ranks) {
   if (s.family == Family::other || batch_per_rank <= 0 || seq <= 0) return 0;

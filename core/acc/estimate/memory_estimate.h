@@ -40,6 +40,11 @@ struct Memory {
   }
 };
 
+// What a rank holds between steps for `held` parameter elements (placement.h's held_elements
+// summed over the parameters): f32 masters, plus their bf16 compute copies with mixed
+// precision, f32 gradients and AdamW's two f32 moments (4 + 2, 4 and 8 bytes an element).
+Memory training_state(int64_t held, bool bf16);
+
 // Peak activation bytes of one rank's forward + backward (0 for Family::other). With
 // vocab_ranks > 1 the embedding and head are split by vocabulary rows over that many ranks
 // (fsdp_vocab_parallel), which exchange the hidden states instead of gathering the weights.

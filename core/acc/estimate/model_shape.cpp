@@ -11,6 +11,7 @@
 #include "acc/io/safetensors.h"
 #include "acc/models/gpt2.h"
 #include "acc/models/llama.h"
+#include "acc/nn/deferred_init.h"
 #include "acc/util/error.h"
 
 namespace acc::estimate {
@@ -39,6 +40,10 @@ ModelShape ModelShape::of(const models::GPT2Config& c) {
   s.largest_block_matrix = 4 * C * C;
   // wte (tied to the head), wpe, ln_f.
   s.parameters = s.layers * s.block_parameters + (c.vocab_size + c.n_positions) * C + 2 * C;
+  s.deferred_model = [c] {
+    nn::DeferredInit deferred;
+    return std::make_shared<models::GPT2>(c);
+  };
   return s;
 }
 
@@ -57,6 +62,10 @@ ModelShape ModelShape::of(const models::LlamaConfig& c) {
   s.largest_block_matrix = std::max(C * C, C * I);
   // embed_tokens, lm_head (untied), the final norm.
   s.parameters = s.layers * s.block_parameters + 2 * c.vocab_size * C + C;
+  s.deferred_model = [c] {
+    nn::DeferredInit deferred;
+    return std::make_shared<models::Llama>(c);
+  };
   return s;
 }
 

@@ -3,6 +3,8 @@
 // transformers acc ships, the dimensions activations scale with. Built from a preset, a model
 // config YAML, a safetensors file or a live model, without allocating the model.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace acc::models {
@@ -22,6 +24,9 @@ struct ModelShape {
   int64_t layers = 0;            // blocks; root = parameters - layers * block_parameters
   int64_t hidden = 0, heads = 0, kv_hidden = 0, intermediate = 0, vocab = 0;
   int64_t largest_block_matrix = 0;  // elements of a block's largest weight
+  // Builds the model with deferred parameters (shapes, no memory), for an estimate that places
+  // it parameter by parameter (SPMD's sharding rules). Empty when only the counts are known.
+  std::function<std::shared_ptr<models::Model>()> deferred_model{};
 
   int64_t root_parameters() const { return parameters - layers * block_parameters; }
 

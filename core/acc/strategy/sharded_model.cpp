@@ -24,12 +24,6 @@ void ShardedModel::copy_full_parameters_to(nn::Module& target) {
   for (const auto& [name, value] : full) target.parameter(name).copy_(value);
 }
 
-int ShardedModel::ParameterPiece::copies() const {
-  int n = 1;
-  for (const auto& p : placements) n *= p.kind == Placement::Kind::replicated ? p.ranks : 1;
-  return n;
-}
-
 models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::pair<Tensor, Tensor>> gradients) {
   ACC_CHECK(loss.defined() && loss.numel() == 1, "own_step: the loss must be one value, got ",
             loss.defined() ? loss.describe() : "undefined");

@@ -13,6 +13,7 @@
 #include "acc/distributed/process_group.h"
 #include "acc/models/model.h"
 #include "acc/optim/optimizer.h"
+#include "acc/strategy/placement.h"
 
 namespace acc {
 
@@ -48,16 +49,7 @@ class ShardedModel : public models::Model {
     int dim = 0;
     std::vector<std::pair<int64_t, int64_t>> blocks;
   };
-  // How a piece lies along one axis of the ranks that hold the model (a mesh axis): the axis's
-  // ranks hold the same piece (replicated), consecutive ranges of the flattened parameter
-  // (sharded: FSDP's flat shards), or blocks of one dim (split: tensor parallelism, the blocks
-  // in ParameterPiece::slice).
-  struct Placement {
-    enum class Kind { replicated, sharded, split };
-    std::string axis;  // "shard", "replicate" (FSDP's mesh), "fsdp", "model" (SPMD's)
-    Kind kind = Kind::replicated;
-    int ranks = 1;     // along the axis
-  };
+  using Placement = acc::Placement;  // placement.h
   // This rank's part of one original parameter: elements [begin, begin + master.numel()) of
   // the flattened parameter `name` (whole shape `shape`), or, with a `slice`, of that slice
   // flattened. What checkpoints save per rank and fill on load, and the gradient norm sums.
@@ -66,14 +58,14 @@ class ShardedModel : public models::Model {
     Shape shape;
     int64_t begin = 0;
     Tensor master;   // f32, contiguous: what the optimizer updates
-    Tensor compute;  // the compute-dtype copy the optimizer writes with it, or undefined
+    Tensor compute = {};  // the compute-dtype copy the optimizer writes with it, or undefined
     std::optional<DimSlice> slice = std::nullopt;
     // Along each axis of gradient_norm_group()'s ranks; none: the piece is the whole
     // parameter, on this rank alone.
     std::vector<Placement> placements = {};
     // Ranks of gradient_norm_group() holding this same piece: the product of the replicated
     // axes' ranks. The gradient norm counts it once among them.
-    int copies() const;
+    int copies() const { return acc::copies(placements); }
   };
   // Where elements [begin, begin + count) of a piece's flattening lie in the flattened whole
   // parameter of shape `whole`: the same range without a slice; with one, the contiguous runs

@@ -19,45 +19,6 @@
 namespace acc::test {
 namespace {
 
-using memory::Category;
-
-struct Peaks {
-  int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0, total = 0;
-};
-
-// Trains `steps` steps and returns each category's peak during the last one, above what was
-// live before the model existed.
-Peaks measure_step(const std::function<std::shared_ptr<ShardedModel>()>& wrap,
-                   const data::DataLoader& loader, int64_t steps) {
-  const auto before = memory::report();
-  Peaks p;
-  {
-    auto sharded = wrap();
-    optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
-    int64_t step = 0;
-    for (auto& batch : loader) {
-      if (step == steps) break;
-      if (++step == steps) memory::reset_peaks();
-      opt.zero_grad();
-      sharded->forward(batch).loss.backward();
-      sharded->clip_grad_norm(kMaxNorm);
-      opt.step();
-    }
-    const auto r = memory::report();
-    auto above = [&](Category c) { return r[c].peak - before[c].current; };
-    p = {above(Category::parameters), above(Category::gradients), above(Category::optimizer_state),
-         above(Category::activations), above(Category::communication),
-         r.total.peak - before.total.current};
-  }
-  return p;
-}
-
-void expect_within(int64_t measured, int64_t estimated, double tolerance, const std::string& what) {
-  EXPECT_NEAR(static_cast<double>(estimated), static_cast<double>(measured),
-              tolerance * static_cast<double>(measured))
-      << what << ": estimated " << estimated << " bytes, measured " << measured;
-}
-
 // --- activations, one process --------------------------------------------------------------
 
 struct Shape {
@@ -95,7 +56,7 @@ TEST_P(ActivationEstimate, MatchesTheMeasuredPeak) {
   auto model = block_model(shape, kVocabSize, kSeq);
   const auto model_shape = estimate::ModelShape::of(*model);
   data::DataLoader loader(make_token_dataset(2 * kBatch, kVocabSize, kSeq), {.batch_size = kBatch, .prefetch = 0});
-  const Peaks p = measure_step([&] { return strategy->wrap(model); }, loader, 2);
+  const MemoryPeaks p = measure_step([&] { return strategy->wrap(model); }, loader, 2);
   const int64_t estimated = estimate::activation_bytes(model_shape, kBatch, kSeq, bf16, checkpointing);
   expect_within(p.activations, estimated, 0.10, "activations");
 }
@@ -123,7 +84,7 @@ TEST_P(StepEstimate, MatchesTheAllocatorPerRank) {
   Config config = strategy_config(name, "gpt2", bf16);
   data::DataLoader loader(make_token_dataset(2 * kGlobalBatch, c.vocab_size, kSeqLen),
                           {.batch_size = kGlobalBatch, .prefetch = 0});
-  const Peaks p = measure_step(
+  const MemoryPeaks p = measure_step(
       [&] { return accelerate(std::make_shared<models::GPT2>(c, 0), loader, config).model; },
       loader.for_rank(world().rank(), world().size()), 2);
 

@@ -1,6 +1,7 @@
 #include "fsdp_fixtures.h"
 
 #include "acc/distributed/single_process_group.h"
+#include "acc/memory/allocator.h"
 #include "acc/plugin/registry.h"
 #include "support/test_support.h"
 
@@ -213,6 +214,38 @@ void expect_same_parameters(const std::vector<std::pair<std::string, Tensor>>& g
     EXPECT_EQ(got[i].second.shape(), want[i].second.shape()) << want[i].first;
     EXPECT_EQ(got[i].second.to_vector(), want[i].second.to_vector()) << want[i].first;
   }
+}
+
+MemoryPeaks measure_step(const std::function<std::shared_ptr<ShardedModel>()>& wrap,
+                         const data::DataLoader& loader, int64_t steps) {
+  using memory::Category;
+  const auto before = memory::report();
+  MemoryPeaks p;
+  {
+    auto sharded = wrap();
+    optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+    int64_t step = 0;
+    for (auto& batch : loader) {
+      if (step == steps) break;
+      if (++step == steps) memory::reset_peaks();
+      opt.zero_grad();
+      sharded->forward(batch).loss.backward();
+      sharded->clip_grad_norm(kMaxNorm);
+      opt.step();
+    }
+    const auto r = memory::report();
+    auto above = [&](Category c) { return r[c].peak - before[c].current; };
+    p = {above(Category::parameters), above(Category::gradients), above(Category::optimizer_state),
+         above(Category::activations), above(Category::communication),
+         r.total.peak - before.total.current};
+  }
+  return p;
+}
+
+void expect_within(int64_t measured, int64_t estimated, double tolerance, const std::string& what) {
+  EXPECT_NEAR(static_cast<double>(estimated), static_cast<double>(measured),
+              tolerance * static_cast<double>(measured))
+      << what << ": estimated " << estimated << " bytes, measured " << measured;
 }
 
 }  // namespace acc::test

@@ -1,6 +1,7 @@
 #pragma once
 // What the FSDP tests share: small models of the three families, synthetic datasets, and the
 // single-process reference run every strategy is compared with.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,16 @@ RunResult run_single_process(const std::string& kind, int64_t steps, int64_t glo
 // since mixed precision is the strategy's.
 RunResult run_one_rank(const std::string& kind, const Config& config, int64_t steps,
                        int64_t global_batch);
+
+// Each allocator category's peak during the last of `steps` AdamW steps with clipping (the
+// model `wrap` makes, over `loader`), above what was live before the model existed.
+struct MemoryPeaks {
+  int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0, total = 0;
+};
+MemoryPeaks measure_step(const std::function<std::shared_ptr<ShardedModel>()>& wrap,
+                         const data::DataLoader& loader, int64_t steps);
+// A failure unless `estimated` is within `tolerance` (relative) of `measured`.
+void expect_within(int64_t measured, int64_t estimated, double tolerance, const std::string& what);
 
 // The same names, shapes and values, exactly, in the same order (a failure per difference).
 void expect_same_parameters(const std::vector<std::pair<std::string, Tensor>>& got,
