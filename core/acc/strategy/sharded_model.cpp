@@ -114,6 +114,57 @@ void ShardedModel::visit_full_parameters(const FullParametersVisitor& visit) {
   visit(full_parameters());
 }
 
+void ShardedModel::begin_full_params(bool writeback) {
+  ACC_CHECK(replaced_.empty(), type_name(), ": summon_full_params() scopes do not nest");
+  // The parameters this rank holds whole, as its module's own tensor: nothing to replace.
+  std::map<std::string, Tensor> whole_here;
+  for (const auto& piece : parameter_pieces()) {
+    ACC_CHECK(!writeback || !piece.compute.defined(), type_name(), ": summon_full_params(writeback) needs f32 "
+              "compute; '", piece.name, "' is computed from a ", dtype_name(piece.compute.dtype()), " copy");
+    if (!piece.slice && piece.begin == 0 && piece.master.numel() == shape_numel(piece.shape))
+      whole_here.emplace(piece.name, piece.master);
+  }
+  const auto shapes = whole_parameter_shapes();
+  const bool complete = std::ranges::all_of(shapes, [&](const std::pair<std::string, Shape>& p) {
+    const auto it = whole_here.find(p.first);
+    return it != whole_here.end() && module_->parameter(p.first).is_same(it->second);
+  });
+  int missing = complete ? 0 : 1;
+  if (const auto group = gradient_norm_group(); group && group->size() > 1) {
+    Tensor any = Tensor::from_vector({static_cast<float>(missing)}, {1});
+    group->all_reduce(any);
+    missing = any.item() > 0 ? 1 : 0;
+  }
+  if (!missing) return;
+  autograd::NoGradGuard no_grad;
+  for (auto& [name, whole] : full_parameters()) {
+    const auto it = whole_here.find(name);
+    Tensor current = module_->parameter(name);
+    if (it != whole_here.end() && current.is_same(it->second)) continue;
+    module_->replace_parameter(name, whole);
+    replaced_.emplace_back(name, std::move(current));
+  }
+}
+
+void ShardedModel::end_full_params(bool writeback) noexcept {
+  if (replaced_.empty()) return;
+  autograd::NoGradGuard no_grad;
+  if (writeback) {
+    std::map<std::string, Tensor> summoned;
+    for (const auto& [name, _] : replaced_) summoned.emplace(name, module_->parameter(name));
+    for (const auto& piece : parameter_pieces()) {
+      const auto it = summoned.find(piece.name);
+      if (it == summoned.end() || !piece.master.defined()) continue;
+      const float* whole = it->second.data<float>();
+      float* master = piece.master.data<float>();
+      for (const Run& run : whole_runs(piece.shape, piece.slice, piece.begin, piece.master.numel()))
+        std::copy_n(whole + run.whole_begin, run.count, master + run.offset);
+    }
+  }
+  for (auto& [name, original] : replaced_) module_->replace_parameter(name, std::move(original));
+  replaced_.clear();
+}
+
 std::vector<ShardedModel::Run> ShardedModel::whole_runs(const Shape& whole, const std::optional<DimSlice>& slice,
                                                      int64_t begin, int64_t count) {
   if (!slice) return {{begin, count, 0}};

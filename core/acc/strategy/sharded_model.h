@@ -166,13 +166,20 @@ class ShardedModel : public models::Model {
   // Off inside no_sync(): a strategy that communicates gradients keeps them local meanwhile.
   // The default suits strategies that never communicate gradients.
   virtual void set_gradient_sync(bool /*on*/) {}
-  // summon_full_params(): the default suits strategies whose parameters are always whole.
-  // begin checks what can fail (writeback with bf16 compute); end must not throw.
-  virtual void begin_full_params(bool /*writeback*/) {}
-  virtual void end_full_params(bool /*writeback*/) noexcept {}
+  // summon_full_params(): begin checks what can fail (writeback with bf16 compute); end must not
+  // throw. The default works from the placements alone: when some rank holds a parameter only
+  // in part (a piece of it, or none), full_parameters() assembles the model and every module
+  // parameter this rank does not hold whole is replaced by the whole one, in f32; end puts the
+  // rank's own tensors back, with writeback first copying the scope's changes into this rank's
+  // pieces (f32 compute only). A strategy whose parameters are whole everywhere pays one small
+  // agreement; FSDP and SPMD override both with their own gathers.
+  virtual void begin_full_params(bool writeback);
+  virtual void end_full_params(bool writeback) noexcept;
 
  private:
   std::shared_ptr<models::Model> module_;
+  // The default summon's: the module parameters it replaced, with the tensors they were.
+  std::vector<std::pair<std::string, Tensor>> replaced_;
 };
 
 }  // namespace acc
