@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <tbb/parallel_for.h>
 
@@ -23,8 +24,10 @@
 #include "acc/memory/allocator.h"
 #include "acc/optim/optimizer.h"
 #include "acc/runtime/init.h"
+#include "acc/runtime/preemption.h"
 #include "acc/util/activity.h"
 #include "acc/util/error.h"
+#include "acc/util/log.h"
 #include "acc/util/profiler.h"
 
 namespace acc::checkpoint {
@@ -51,9 +54,11 @@ namespace {
 
 // Test hook: ACC_TEST_CHECKPOINT_FAULT=kill:R[:N] makes rank R die (SIGKILL) halfway through
 // its shard file in the N-th save of the process (without N: in every save); fail:R[:N] makes that
-// write fail as a full disk would. Used by the crash tests only; a job restarted by
+// write fail as a full disk would; hold:R[:N] stops that write halfway until the process gets a
+// preemption notice (at most 60 s), so the preemption test's notice comes while an asynchronous
+// save is still writing. Used by the crash and preemption tests only; a job restarted by
 // accelerate launch --max_restarts (ACC_RESTART_COUNT > 0) runs clean.
-enum class Fault { none, kill, fail };
+enum class Fault { none, kill, fail, hold };
 
 Fault fault_for_this_save(int rank) {
   static int saves = 0;
@@ -66,7 +71,17 @@ Fault fault_for_this_save(int rank) {
   if (!spec || std::sscanf(spec, "%7[a-z]:%d:%d", action, &who, &nth) < 2 || who != rank ||
       (nth > 0 && nth != saves))
     return Fault::none;
-  return std::string(action) == "kill" ? Fault::kill : Fault::fail;
+  const std::string a = action;
+  return a == "kill" ? Fault::kill : a == "hold" ? Fault::hold : Fault::fail;
+}
+
+void hold_until_preempted() {
+  log::info("ACC_TEST_CHECKPOINT_FAULT: this rank's shard write is held until the preemption notice");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!preemption_requested() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  log::info("ACC_TEST_CHECKPOINT_FAULT: the held shard write goes on ({})",
+            preemption_requested() ? "preemption notice" : "60 s passed");
 }
 
 std::string shard_file_name(int rank, int world) {
@@ -284,6 +299,7 @@ SaveJob::SaveJob(const std::filesystem::path& dir, const TrainingState& state, b
   const Fault fault = fault_for_this_save(world().rank());
   inject_kill_ = fault == Fault::kill;
   inject_fail_ = fault == Fault::fail;
+  inject_hold_ = fault == Fault::hold;
   if (main_) try {
       std::filesystem::remove_all(tmp_);
       std::filesystem::create_directories(tmp_);
@@ -364,6 +380,7 @@ void SaveJob::write() noexcept {
         if (n == items_.size() / 2 && inject_kill_) std::raise(SIGKILL);
         if (n == items_.size() / 2 && inject_fail_)
           ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
+        if (n == items_.size() / 2 && inject_hold_) hold_until_preempted();
         writer.write(items_[n].key, items_[n].data.raw_data());
       }
       writer.finish();

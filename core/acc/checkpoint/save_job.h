@@ -60,7 +60,7 @@ class SaveJob {
   Manifest run_;             // rank 0: the run as it was at start
   std::vector<Item> items_;
   std::string shard_file_;  // what items_ go into
-  bool inject_kill_ = false, inject_fail_ = false;  // test hook, see save.cpp
+  bool inject_kill_ = false, inject_fail_ = false, inject_hold_ = false;  // test hook, see save.cpp
   // FULL_STATE_DICT, rank 0 with snapshot: the file's layout and the gathered parameters, copied.
   std::unique_ptr<FullModelLayout> full_layout_;
   std::vector<std::pair<std::string, Tensor>> full_copy_;
