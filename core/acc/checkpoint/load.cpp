@@ -183,13 +183,11 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
       s.step = *fill.step;
       for (size_t k = 0; k < fill.tensors.size(); ++k) fill.tensors[k].dst = s.tensors[k];
     }
+    std::vector<PieceReader::Read> reads;
     plan.for_each_target([&](Target& t) {
-      for (const auto& r : t.reads) files->will_read(*r.piece, r.entry_at, r.count);
+      for (const auto& r : t.reads) reads.push_back({r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at});
     });
-    plan.for_each_target([&](Target& t) {
-      for (const auto& r : t.reads)
-        files->read(*r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at);
-    });
+    files->read_all(reads);
     for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
     if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);
     if (state.scheduler && manifest.scheduler_step) state.scheduler->apply(*manifest.scheduler_step);

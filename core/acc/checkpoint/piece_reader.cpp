@@ -5,13 +5,11 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
-#include <tuple>
 #include <vector>
 
 #include <tbb/parallel_for.h>
 
 #include "acc/checkpoint/layout.h"
-#include "acc/ops/ops.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
@@ -95,37 +93,66 @@ void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count
     r.read_range_into(piece.entry, entry_at, entry_at + count, dst);
     return;
   }
-  // Stored [in, out] (Hugging Face's Conv1D): the rows [first, last) of acc's [out, in] that the
-  // announced reads cross are columns of the stored matrix, read as one run per stored row.
-  const bool cached = turned_piece_ == &piece && entry_at >= turned_from_ &&
-                      entry_at + count <= turned_from_ + turned_.numel();
-  if (!cached) {
-    const Shape& stored = r.entry(piece.entry).shape;
-    ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
-    const int64_t cols = stored[0], rows = stored[1];  // acc's layout: [rows, cols]
-    auto [begin, end] = std::pair{entry_at, entry_at + count};
-    if (const auto it = announced_.find(&piece); it != announced_.end())
-      std::tie(begin, end) = std::pair{std::min(begin, it->second.first), std::max(end, it->second.second)};
-    const int64_t first = begin / cols, last = (end + cols - 1) / cols, n = last - first;
-    if (2 * n >= rows) {  // most of each stored row: read and turn back the entry whole
-      turned_ = ops::transpose(r.read(piece.entry));
-      turned_from_ = 0;
-    } else {
-      Tensor part = Tensor::empty({cols, n});  // the stored rows, cut to the columns [first, last)
-      for (int64_t c = 0; c < cols; ++c)
-        r.read_range_into(piece.entry, c * rows + first, c * rows + last, part.data<float>() + c * n);
-      turned_ = ops::transpose(part);
-      turned_from_ = first * cols;
-    }
-    turned_piece_ = &piece;
-  }
-  std::copy_n(turned_.data<float>() + (entry_at - turned_from_), count, dst);
+  const Shape& stored = r.entry(piece.entry).shape;
+  ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
+  read_transposed(r, piece.entry, stored[0], stored[1], entry_at, count, dst);
 }
 
-void PieceReader::will_read(const PieceRecord& piece, int64_t entry_at, int64_t count) {
-  if (!piece.transposed) return;
-  const auto [it, added] = announced_.try_emplace(&piece, entry_at, entry_at + count);
-  if (!added) it->second = {std::min(it->second.first, entry_at), std::max(it->second.second, entry_at + count)};
+void PieceReader::read_all(const std::vector<Read>& reads) {
+  constexpr int64_t kPart = (16 << 20) / sizeof(float);
+  std::vector<Read> parts;
+  for (const Read& r : reads) {
+    reader(r.piece->file);  // open every file here: the threads below only look them up
+    const int64_t step = r.piece->transposed ? r.count : kPart;
+    for (int64_t at = 0; at < r.count; at += step)
+      parts.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at});
+  }
+  std::mutex mutex;
+  std::exception_ptr first;  // the first failure in the reads' order
+  size_t first_at = parts.size();
+  tbb::parallel_for(size_t{0}, parts.size(), size_t{1}, [&](size_t i) {
+    try {
+      read(*parts[i].piece, parts[i].entry_at, parts[i].count, parts[i].dst);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (i < first_at) {
+        first_at = i;
+        first = std::current_exception();
+      }
+    }
+  });
+  if (first) std::rethrow_exception(first);
+}
+
+void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
+                     int64_t entry_at, int64_t count, float* dst) {
+  // acc's element (i, j) of [rows, cols] is the stored (j, i). The range crosses acc's rows
+  // [first, last): columns of the stored matrix, read a block of stored rows at a time into a
+  // buffer that stays in cache and written out transposed, each acc row's part of the block
+  // being contiguous in dst. Most of each stored row needed: whole stored rows, in one read per
+  // block; otherwise one read per stored row of just the columns [first, last).
+  const int64_t end = entry_at + count;
+  const int64_t first = entry_at / cols, last = (end + cols - 1) / cols;
+  const bool whole_rows = 2 * (last - first) >= rows;
+  const int64_t width = whole_rows ? rows : last - first;  // elements buffered per stored row
+  const int64_t shift = whole_rows ? first : 0;             // buffered column of acc row `first`
+  constexpr int64_t kBlockBytes = 512 << 10;
+  const int64_t block = std::clamp<int64_t>(kBlockBytes / (width * static_cast<int64_t>(sizeof(float))), 1, 64);
+  std::vector<float> buffer(static_cast<size_t>(block * width));
+  for (int64_t j0 = 0; j0 < cols; j0 += block) {
+    const int64_t j1 = std::min(cols, j0 + block);
+    if (whole_rows)
+      r.read_range_into(entry, j0 * rows, j1 * rows, buffer.data());
+    else
+      for (int64_t j = j0; j < j1; ++j)
+        r.read_range_into(entry, j * rows + first, j * rows + last, buffer.data() + (j - j0) * width);
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t lo = std::max(j0, entry_at - i * cols), hi = std::min(j1, end - i * cols);
+      const float* in = buffer.data() + (i - first + shift);
+      float* out = dst + (i * cols - entry_at);
+      for (int64_t j = lo; j < hi; ++j) out[j] = in[(j - j0) * width];
+    }
+  }
 }
 
 }  // namespace acc::checkpoint

@@ -35,12 +35,16 @@ class PieceReader {
   // already checked is not read again. The first failure in the pieces' order is thrown.
   void verify_all(const std::vector<const PieceRecord*>& pieces);
   // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
-  // layout: of a transposed entry, the rows the reads cross are turned back, and kept for the
-  // next read of the same entry).
+  // layout: of a transposed entry, turned back on the way, read_transposed).
   void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst);
-  // Announces a read() of [entry_at, entry_at + count) of a transposed piece, so that the first
-  // read turns back every row the announced reads cross, once (default: the rows of each read).
-  void will_read(const PieceRecord& piece, int64_t entry_at, int64_t count);
+  // Many read()s whose destinations do not overlap, over the thread pool, the long ones of
+  // untransposed entries cut into 16 MB parts: a load's reads.
+  struct Read {
+    const PieceRecord* piece = nullptr;
+    int64_t entry_at = 0, count = 0;
+    float* dst = nullptr;
+  };
+  void read_all(const std::vector<Read>& reads);
 
  private:
   const io::SafetensorsReader& reader(const std::string& file);
@@ -51,10 +55,13 @@ class PieceReader {
   const Manifest& manifest_;
   std::map<std::string, io::SafetensorsReader> readers_;
   std::set<std::string> verified_;
-  std::map<const PieceRecord*, std::pair<int64_t, int64_t>> announced_;  // [begin, end) per piece
-  const PieceRecord* turned_piece_ = nullptr;
-  int64_t turned_from_ = 0;  // first element of turned_piece_'s entry that turned_ holds
-  Tensor turned_;            // whole rows of turned_piece_'s entry, in the tensor's own layout
 };
+
+// Elements [entry_at, entry_at + count) of `entry`'s transpose to dst: the entry is stored
+// [cols, rows] (Hugging Face's Conv1D, [in, out]), the elements counted in acc's [rows, cols].
+// Reads only the stored rows' columns the range crosses (whole stored rows when that is most of
+// them), through a buffer of at most 64 stored rows: no allocation of the matrix's size.
+void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
+                     int64_t entry_at, int64_t count, float* dst);
 
 }  // namespace acc::checkpoint
