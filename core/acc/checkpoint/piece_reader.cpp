@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -25,6 +26,30 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   return Manifest::parse(text.str(), path.string());
 }
 
+namespace {
+
+// job(0) ... job(n - 1) over the thread pool; the failure of the lowest index is rethrown, so
+// the error is the one a sequential loop would have met first.
+void in_parallel(size_t n, const std::function<void(size_t)>& job) {
+  std::mutex mutex;
+  std::exception_ptr first;
+  size_t first_at = n;
+  tbb::parallel_for(size_t{0}, n, size_t{1}, [&](size_t i) {
+    try {
+      job(i);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (i < first_at) {
+        first_at = i;
+        first = std::current_exception();
+      }
+    }
+  });
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace
+
 const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
   auto it = readers_.find(file);
   if (it != readers_.end()) return it->second;
@@ -42,21 +67,7 @@ void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces) {
   std::vector<std::pair<const io::SafetensorsReader*, const PieceRecord*>> todo;
   for (const PieceRecord* piece : pieces)
     if (verified_.insert(piece->file + '\n' + piece->entry).second) todo.emplace_back(&reader(piece->file), piece);
-  std::mutex mutex;
-  std::exception_ptr first;  // the first failure in the pieces' order
-  size_t first_at = todo.size();
-  tbb::parallel_for(size_t{0}, todo.size(), size_t{1}, [&](size_t i) {
-    try {
-      check_crc(*todo[i].first, *todo[i].second);
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (i < first_at) {
-        first_at = i;
-        first = std::current_exception();
-      }
-    }
-  });
-  if (first) std::rethrow_exception(first);
+  in_parallel(todo.size(), [&](size_t i) { check_crc(*todo[i].first, *todo[i].second); });
 }
 
 void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& piece) const {
@@ -107,21 +118,7 @@ void PieceReader::read_all(const std::vector<Read>& reads) {
     for (int64_t at = 0; at < r.count; at += step)
       parts.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at});
   }
-  std::mutex mutex;
-  std::exception_ptr first;  // the first failure in the reads' order
-  size_t first_at = parts.size();
-  tbb::parallel_for(size_t{0}, parts.size(), size_t{1}, [&](size_t i) {
-    try {
-      read(*parts[i].piece, parts[i].entry_at, parts[i].count, parts[i].dst);
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (i < first_at) {
-        first_at = i;
-        first = std::current_exception();
-      }
-    }
-  });
-  if (first) std::rethrow_exception(first);
+  in_parallel(parts.size(), [&](size_t i) { read(*parts[i].piece, parts[i].entry_at, parts[i].count, parts[i].dst); });
 }
 
 void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
