@@ -36,6 +36,13 @@ std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::stri
   return out;
 }
 
+bool any_rank(ProcessGroup& group, bool mine) {
+  if (group.size() == 1) return mine;
+  Tensor flag = Tensor::from_vector({mine ? 1.f : 0.f}, {1});
+  group.all_reduce(flag);
+  return flag.item() > 0;
+}
+
 void raise_if_any_failed(ProcessGroup& group, const std::string& what,
                          const std::exception_ptr& error) {
   std::string message;

@@ -21,6 +21,10 @@ Gathered all_gather_uneven(ProcessGroup& group, const Tensor& mine);
 // Every rank's string, in rank order. A collective.
 std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& mine);
 
+// Whether `mine` is true on any rank of `group` (the same answer on every rank). A collective,
+// skipped on a group of one.
+bool any_rank(ProcessGroup& group, bool mine);
+
 // A collective: when `error` is set on any rank, every rank throws one acc::Error that starts
 // with `what` and names each failing rank with its message. Returns normally when none failed.
 void raise_if_any_failed(ProcessGroup& group, const std::string& what,

@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "acc/tensor/tensor.h"
+#include "acc/distributed/agreement.h"
 
 namespace acc {
 namespace {
@@ -26,11 +26,6 @@ void install_preemption_handler() {
 
 bool preemption_requested() { return g_requested.load(); }
 
-bool preemption_agreed(dist::ProcessGroup& group) {
-  if (group.size() == 1) return preemption_requested();
-  Tensor flag = Tensor::from_vector({preemption_requested() ? 1.f : 0.f}, {1});
-  group.all_reduce(flag);
-  return flag.item() > 0;
-}
+bool preemption_agreed(dist::ProcessGroup& group) { return dist::any_rank(group, preemption_requested()); }
 
 }  // namespace acc

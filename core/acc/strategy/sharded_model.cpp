@@ -124,25 +124,19 @@ void ShardedModel::begin_full_params(bool writeback) {
     if (!piece.slice && piece.begin == 0 && piece.master.numel() == shape_numel(piece.shape))
       whole_here.emplace(piece.name, piece.master);
   }
+  auto held_whole = [&](const std::string& name) {
+    const auto it = whole_here.find(name);
+    return it != whole_here.end() && module_->parameter(name).is_same(it->second);
+  };
   const auto shapes = whole_parameter_shapes();
-  const bool complete = std::ranges::all_of(shapes, [&](const std::pair<std::string, Shape>& p) {
-    const auto it = whole_here.find(p.first);
-    return it != whole_here.end() && module_->parameter(p.first).is_same(it->second);
-  });
-  int missing = complete ? 0 : 1;
-  if (const auto group = gradient_norm_group(); group && group->size() > 1) {
-    Tensor any = Tensor::from_vector({static_cast<float>(missing)}, {1});
-    group->all_reduce(any);
-    missing = any.item() > 0 ? 1 : 0;
-  }
+  bool missing = !std::ranges::all_of(shapes, [&](const auto& p) { return held_whole(p.first); });
+  if (const auto group = gradient_norm_group()) missing = dist::any_rank(*group, missing);
   if (!missing) return;
   autograd::NoGradGuard no_grad;
   for (auto& [name, whole] : full_parameters()) {
-    const auto it = whole_here.find(name);
-    Tensor current = module_->parameter(name);
-    if (it != whole_here.end() && current.is_same(it->second)) continue;
+    if (held_whole(name)) continue;
+    replaced_.emplace_back(name, module_->parameter(name));
     module_->replace_parameter(name, whole);
-    replaced_.emplace_back(name, std::move(current));
   }
 }
 
