@@ -9,4 +9,7 @@ inline const std::string kFsdpAxis = "fsdp";          // data parallel, FSDP ove
 inline const std::string kModelAxis = "model";        // tensor parallel
 inline const std::string kTensorAxisAlias = "tensor";  // torchprime's name for `model`
 
+// An axis as the engine names it: `tensor` is `model`.
+inline std::string engine_axis(const std::string& axis) { return axis == kTensorAxisAlias ? kModelAxis : axis; }
+
 }  // namespace acc::spmd

@@ -14,7 +14,7 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
   std::vector<std::string> axes = spmd.axis_names;
   int fsdp = 0, model_ranks = 1, ranks = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] == kTensorAxisAlias) axes[i] = kModelAxis;
+    axes[i] = engine_axis(axes[i]);
     ranks *= spmd.mesh_shape[i];
     if (axes[i] == kFsdpAxis) fsdp = spmd.mesh_shape[i];
     if (axes[i] == kModelAxis) model_ranks = spmd.mesh_shape[i];
@@ -51,13 +51,15 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
         {kModelAxis, over_model ? Placement::Kind::split : Placement::Kind::replicated, model_ranks}};
     const int64_t numel = params[i].second.numel();
     held += held_elements(numel, placements);
-    if (over_model && !in_block(name) && params[i].second.shape() == vocab_matrix) head_split = true;
-    if (!over_fsdp || fsdp == 1) continue;  // never gathered
-    if (vocab_parallel && !in_block(name) && params[i].second.shape() == vocab_matrix) continue;
+    const bool root = !in_block(name);
+    const bool vocab_rows = root && params[i].second.shape() == vocab_matrix;  // the embedding or head
+    if (over_model && vocab_rows) head_split = true;
+    if (!over_fsdp || fsdp == 1) continue;   // never gathered
+    if (vocab_parallel && vocab_rows) continue;
     const double slice = static_cast<double>(numel) / (over_model ? model_ranks : 1);
     // FULL_SHARD over fsdp: the root unit all step, a block and the next one in flight; with
     // one unit for the whole model, all of it.
-    if (!per_block || !in_block(name))
+    if (!per_block || root)
       gathered_elements += slice;
     else if (name.starts_with(blocks.front()))
       gathered_elements += 2 * slice;

@@ -56,7 +56,7 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
     ACC_CHECK(axis == kFsdpAxis || axis == kModelAxis || axis == kTensorAxisAlias, "spmd_config.axis_names: '", axis,
               "' is not an axis acc's SPMD engine runs: fsdp (data parallel, parameters sharded) "
               "and model (tensor parallel; torchprime's `tensor` is another name for it)");
-    if (axis == kTensorAxisAlias) axis = kModelAxis;
+    axis = engine_axis(axis);
   }
   ACC_CHECK(std::count(axes.begin(), axes.end(), kModelAxis) <= 1,
             "spmd_config.axis_names: `model` and `tensor` are two names of the tensor-parallel axis; name it once");
