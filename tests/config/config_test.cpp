@@ -25,7 +25,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
       {"fsdp_hybrid_shard.yaml", {ShardingStrategy::HYBRID_SHARD, 4}},
       {"fsdp_hybrid_shard_zero2.yaml", {ShardingStrategy::HYBRID_SHARD_ZERO2, 4}},
   };
-  int checked = 0, spmd_checked = 0, auto_checked = 0;
+  int checked = 0, spmd_checked = 0, auto_checked = 0, pipeline_checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = entry.path().filename().string();
@@ -41,6 +41,17 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
       EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(ACC_SOURCE_DIR) / c.dist.spmd.sharding_rules));
       EXPECT_NO_THROW(c.validate());
       ++spmd_checked;
+      continue;
+    }
+    if (name == "pipeline_1f1b.yaml") {  // the pipeline plugin's own section
+      const Config c = Config::from_file(entry.path().string());
+      EXPECT_TRUE(c.warnings.empty());
+      EXPECT_EQ(c.strategy_name(), "PIPELINE");
+      EXPECT_EQ(c.dist.num_processes, 4);
+      EXPECT_EQ(c.section("pipeline_config").text("schedule"), "1F1B");
+      EXPECT_EQ(c.section("pipeline_config").integer("microbatches"), 4);
+      EXPECT_NO_THROW(c.validate());
+      ++pipeline_checked;
       continue;
     }
     if (name == "fsdp_auto_offload.yaml") {  // AUTO within memory, files in '.' as the last resort
@@ -75,6 +86,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
   EXPECT_EQ(checked, static_cast<int>(expected.size()));
   EXPECT_EQ(spmd_checked, 3);
   EXPECT_EQ(auto_checked, 1);
+  EXPECT_EQ(pipeline_checked, 1);
 }
 
 // Sets (or, with nullopt, unsets) one variable for a test and restores it afterwards.

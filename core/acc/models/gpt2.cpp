@@ -103,14 +103,12 @@ GPT2::GPT2(const GPT2Config& config, uint64_t seed) : CausalLM("GPT2LMHeadModel"
   nn::init_parameters(*this, seed);
 }
 
-Tensor GPT2::hidden_states(const Tensor& input_ids) {
+Tensor GPT2::embed(const Tensor& input_ids) {
   check_input_ids(input_ids);
   const int64_t T = input_ids.size(1);
   std::vector<int32_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-  Tensor x = ops::add((*wte_)(input_ids), (*wpe_)(Tensor::from_vector_i32(positions, {T})));
-  for (size_t i = 0; i < h_->size(); ++i) x = (*h_)[i](x);
-  return (*ln_f_)(x);
+  return ops::add((*wte_)(input_ids), (*wpe_)(Tensor::from_vector_i32(positions, {T})));
 }
 
 double GPT2::train_flops_per_token(int64_t seq_len) const {
@@ -130,9 +128,12 @@ std::string GPT2::name_from_file(const std::string& file_name) const {
 Structure GPT2::structure() const {
   Structure s{.block_types = {GPT2Block::kTypeName},
               .shared_parameters = {"transformer.wte.weight"},
-              .token_embedding = "transformer.wte"};
+              .token_embedding = "transformer.wte",
+              .chain = {.embedding = {"transformer.wte", "transformer.wpe"},
+                        .head = {"transformer.ln_f", "transformer.wte"}}};
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     const std::string block = "transformer.h." + std::to_string(i);
+    s.chain.layers.push_back(block);
     const std::string attn = block + ".attn", mlp = block + ".mlp";
     s.packed[attn + ".c_attn.weight"] = s.packed[attn + ".c_attn.bias"] = 3;
     s.split_together.push_back(

@@ -70,7 +70,9 @@ class GPT2Block : public nn::Module {
 class GPT2 : public CausalLM {
  public:
   explicit GPT2(const GPT2Config& config, uint64_t seed = 0);
-  Tensor hidden_states(const Tensor& input_ids) override;
+  Tensor embed(const Tensor& input_ids) override;  // wte + wpe
+  nn::ModuleList& layers() const override { return *h_; }
+  Tensor final_norm(const Tensor& hidden) override { return (*ln_f_)(hidden); }
   Tensor head_weight() override { return wte_->param("weight"); }  // tied
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_seq_len() const override { return config_.n_positions; }

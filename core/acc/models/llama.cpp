@@ -99,11 +99,9 @@ Llama::Llama(const LlamaConfig& config, uint64_t seed) : CausalLM("LlamaForCausa
   nn::init_parameters(*this, seed);
 }
 
-Tensor Llama::hidden_states(const Tensor& input_ids) {
+Tensor Llama::embed(const Tensor& input_ids) {
   check_input_ids(input_ids);
-  Tensor x = (*embed_tokens_)(input_ids);
-  for (size_t i = 0; i < layers_->size(); ++i) x = (*layers_)[i](x);
-  return (*norm_)(x);
+  return (*embed_tokens_)(input_ids);
 }
 
 double Llama::train_flops_per_token(int64_t seq_len) const {
@@ -119,10 +117,12 @@ Structure Llama::structure() const {
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   Structure s{.block_types = {LlamaDecoderLayer::kTypeName},
               .shared_parameters = {"lm_head.weight"},
-              .token_embedding = "model.embed_tokens"};
+              .token_embedding = "model.embed_tokens",
+              .chain = {.embedding = {"model.embed_tokens"}, .head = {"model.norm", "lm_head"}}};
   auto& groups = s.split_together;
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i);
+    s.chain.layers.push_back(layer);
     const std::string attn = layer + ".self_attn", mlp = layer + ".mlp";
     groups.push_back({attn, {{attn + ".q_proj.weight", 0, heads}, {attn + ".k_proj.weight", 0, kv_heads},
                              {attn + ".v_proj.weight", 0, kv_heads}, {attn + ".o_proj.weight", 1, heads}}});

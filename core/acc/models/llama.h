@@ -74,7 +74,9 @@ class LlamaDecoderLayer : public nn::Module {
 class Llama : public CausalLM {
  public:
   explicit Llama(const LlamaConfig& config, uint64_t seed = 0);
-  Tensor hidden_states(const Tensor& input_ids) override;
+  Tensor embed(const Tensor& input_ids) override;
+  nn::ModuleList& layers() const override { return *layers_; }
+  Tensor final_norm(const Tensor& hidden) override { return (*norm_)(hidden); }
   Tensor head_weight() override { return lm_head_->param("weight"); }
   // Blocks LlamaDecoderLayer; lm_head's weight is read by the loss, not through lm_head's call.
   Structure structure() const override;

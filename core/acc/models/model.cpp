@@ -19,9 +19,19 @@ int64_t Model::num_parameters() const {
 }
 
 ModelOutput CausalLM::forward(const data::Batch& batch) {
+  return head_output(hidden_states(batch["input_ids"]), batch);
+}
+
+Tensor CausalLM::hidden_states(const Tensor& input_ids) {
+  Tensor x = embed(input_ids);
+  const nn::ModuleList& chain = layers();
+  for (size_t i = 0; i < chain.size(); ++i) x = chain[i](x);
+  return final_norm(x);
+}
+
+ModelOutput CausalLM::head_output(const Tensor& hidden, const data::Batch& batch) {
   ModelOutput out;
   const Tensor& ids = batch["input_ids"];
-  Tensor hidden = hidden_states(ids);
   const bool training = autograd::GradMode::is_enabled();
   if (!batch.contains("labels") || !training || return_logits_)
     out.logits = project(hidden);

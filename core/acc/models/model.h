@@ -10,6 +10,7 @@
 
 #include "acc/data/dataset.h"
 #include "acc/models/structure.h"
+#include "acc/nn/containers.h"
 #include "acc/nn/module.h"
 
 namespace acc::models {
@@ -65,8 +66,18 @@ class CausalLM : public Model {
   using Model::Model;
   ModelOutput forward(const data::Batch& batch) override;
   Tensor logits(const Tensor& input_ids);
-  // The final normalised hidden states [B, T, C] the head projects.
-  virtual Tensor hidden_states(const Tensor& input_ids) = 0;
+  // The final normalised hidden states [B, T, C] the head projects: final_norm over the layers
+  // in order over embed.
+  Tensor hidden_states(const Tensor& input_ids);
+  // The chain hidden_states() runs, which a pipeline strategy cuts into stages (Structure::
+  // chain names each part's modules): the embedding of input ids (checked), the repeated
+  // layers (each [B, T, C] -> [B, T, C]) and the final norm.
+  virtual Tensor embed(const Tensor& input_ids) = 0;
+  virtual nn::ModuleList& layers() const = 0;
+  virtual Tensor final_norm(const Tensor& hidden) = 0;
+  // What forward(batch) returns from the final hidden states: the logits and the loss, as
+  // described above. The last stage of a pipeline calls it.
+  ModelOutput head_output(const Tensor& hidden, const data::Batch& batch);
   // The head's weight [V, C]. It is read outside any submodule's call, so models list it in
   // Structure::shared_parameters (sharding strategies keep it gathered for the step).
   virtual Tensor head_weight() = 0;

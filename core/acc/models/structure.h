@@ -24,6 +24,15 @@ struct Structure {
   // weight); empty: none. Naming it lets FSDP split the embedding and the head over the
   // vocabulary instead of gathering them (fsdp_vocab_parallel).
   std::string token_embedding{};
+  // The chain a causal LM's hidden states run through (CausalLM::embed, layers(), final_norm
+  // and the head), as a pipeline strategy cuts it into stages: the modules embed() calls, the
+  // layers in order, and the modules the end of the chain reads (the final norm and the owner
+  // of the head's weight: with a tied head, the token embedding again, so two stages hold it).
+  struct Chain {
+    std::vector<std::string> embedding{}, layers{}, head{};
+  };
+  Chain chain{};
+
   // Parameters that pack several tensors side by side along their first dimension, with how
   // many (GPT-2's c_attn: q, k and v): a strategy that splits that dimension splits each.
   std::map<std::string, int> packed{};

@@ -116,19 +116,20 @@ data::DataLoader global_loader(const std::string& kind, int64_t steps, int64_t g
 
 std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed) {
   if (kind == "mlp") return std::make_shared<models::MLPClassifier>(kSide * kSide, 48, 10, seed);
-  if (kind == "gpt2") {
+  const int64_t layers = kind.ends_with("_deep") ? 5 : 2;
+  if (kind.starts_with("gpt2")) {
     auto c = models::GPT2Config::tiny();
     c.vocab_size = kVocab;
-    c.n_layer = 2;
+    c.n_layer = layers;
     c.n_embd = 64;
     c.n_head = 2;
     c.n_positions = kSeq;
     return std::make_shared<models::GPT2>(c, seed);
   }
-  ACC_CHECK(kind == "llama" || kind == "llama_odd_vocab", "make_model: unknown kind ", kind);
+  ACC_CHECK(kind == "llama" || kind == "llama_odd_vocab" || kind == "llama_deep", "make_model: unknown kind ", kind);
   auto c = models::LlamaConfig::tiny();
-  c.vocab_size = kind == "llama" ? kVocab : kVocab + 3;  // odd: splits over ranks unevenly
-  c.num_hidden_layers = 2;
+  c.vocab_size = kind == "llama_odd_vocab" ? kVocab + 3 : kVocab;  // odd: splits over ranks unevenly
+  c.num_hidden_layers = layers;
   c.hidden_size = 64;
   c.intermediate_size = 128;
   c.num_attention_heads = 4;
@@ -138,7 +139,7 @@ std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed
 }
 
 std::vector<std::string> block_classes(const std::string& kind) {
-  if (kind == "gpt2") return {"GPT2Block"};
+  if (kind.starts_with("gpt2")) return {"GPT2Block"};
   if (kind.starts_with("llama")) return {"LlamaDecoderLayer"};
   return {};
 }

@@ -1,0 +1,73 @@
+#pragma once
+// PipelineModel: a causal LM cut into stages, one per rank of the world, each rank holding only
+// its stage's parameters (the others keep their shape without memory). A training forward
+// runs the whole step: the batch cut into microbatches by rows, each stage running their
+// forwards and backwards in the schedule's order, activations sent to the next stage and their
+// gradients back to the one before; it returns ShardedModel::own_step, so the user's
+// loss.backward() and optimizer step are the usual ones. Every rank returns the same loss.
+// Any other forward (evaluation, generation without summon) runs the stages once on the whole
+// batch and gives every rank the last stage's output.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acc/strategy/sharded_model.h"
+#include "pipeline_options.h"
+#include "stage_link.h"
+#include "stages.h"
+
+namespace acc::pipeline {
+
+class PipelineModel : public ShardedModel {
+ public:
+  PipelineModel(std::shared_ptr<models::Model> model, std::shared_ptr<dist::ProcessGroup> world,
+                PipelineOptions options);
+
+  models::ModelOutput forward(const data::Batch& batch) override;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const override;
+  std::vector<optim::ParamGroup> param_groups(double weight_decay) const override;
+  std::shared_ptr<dist::ProcessGroup> gradient_norm_group() const override { return world_; }
+  // The default pieces, a tied parameter's marked as held by each of its stages.
+  std::vector<ParameterPiece> parameter_pieces() const override;
+
+  int stage() const { return world_->rank(); }
+  const StagePlan& plan() const { return plan_; }
+  // The last training step on this rank: seconds computing (forwards and backwards) and the
+  // step's wall time; the rest is the bubble and communication.
+  struct StepTiming {
+    double busy_s = 0, step_s = 0;
+  };
+  const StepTiming& last_step_timing() const { return timing_; }
+
+ private:
+  struct Microbatch;
+  models::ModelOutput train_step(const data::Batch& batch);
+  models::ModelOutput evaluate(const data::Batch& batch);
+  void run_forward(Microbatch& micro);
+  void run_backward(Microbatch& micro, std::vector<Tensor>& grads);
+  // The stage's layers on x.
+  Tensor run_layers(Tensor x);
+  // The last stage's output sent to every rank.
+  models::ModelOutput share_output(const models::ModelOutput& out);
+
+  models::CausalLM& lm_;
+  std::shared_ptr<dist::ProcessGroup> world_;
+  PipelineOptions options_;
+  StagePlan plan_;
+  StageLink link_;
+  std::vector<std::pair<std::string, Tensor>> held_;  // this stage's parameters
+  // Parameters held by several stages (a tied head), each with the group of its holders.
+  struct Tied {
+    std::string name;
+    Tensor parameter;
+    int holders = 0;
+    std::shared_ptr<dist::ProcessGroup> group;
+  };
+  std::vector<Tied> tied_;
+  StepTiming timing_;
+  double step_loss_ = 0;  // the last stage's weighted sum of its microbatches' losses
+};
+
+}  // namespace acc::pipeline

@@ -1,0 +1,37 @@
+#include "pipeline_options.h"
+
+namespace acc::pipeline {
+
+OptionSection option_section() {
+  using T = OptionType;
+  return {
+      .name = kSection,
+      .strategies = {kStrategy},
+      .options =
+          {
+              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = {"GPipe", "1F1B"},
+               .help = "order of each stage's microbatch forwards and backwards: GPipe (all forwards, then all "
+                       "backwards) or 1F1B (one forward, one backward: fewer activations held)",
+               .question = "Pipeline schedule?"},
+              {.key = "microbatches", .type = T::integer, .default_value = "4", .min = 1, .max = 15999,
+               .help = "microbatches each batch is cut into (by rows; must divide the batch): more shrink the "
+                       "bubble, (stages - 1) / (microbatches + stages - 1) of a step",
+               .question = "Pipeline: microbatches per batch?"},
+              {.key = "split_points", .type = T::name_list, .default_value = "auto",
+               .help = "auto (stages balanced by the parameters each computes with), or the layer names where "
+                       "each stage after the first begins (transformer.h.6)",
+               .question = "Pipeline: split points (auto, or layer names where a stage begins)?"},
+          },
+      // A model made by acc::make_model gets no parameter memory: each stage makes its own.
+      .deferred_init = [](const Config&) { return true; },
+  };
+}
+
+PipelineOptions read_options(const Config& config) {
+  const OptionValues v = config.section(kSection);
+  return {.schedule = parse_schedule(v.text("schedule")),
+          .microbatches = static_cast<int>(v.integer("microbatches")),
+          .split_points = v.texts("split_points")};
+}
+
+}  // namespace acc::pipeline

@@ -1,0 +1,25 @@
+#pragma once
+// pipeline_config: the PIPELINE strategy's option section, and its values as the strategy uses
+// them.
+#include <string>
+#include <vector>
+
+#include "acc/config/config.h"
+#include "acc/config/option_section.h"
+#include "schedule.h"
+
+namespace acc::pipeline {
+
+inline constexpr const char* kStrategy = "PIPELINE";
+inline constexpr const char* kSection = "pipeline_config";
+
+OptionSection option_section();
+
+struct PipelineOptions {
+  Schedule schedule = Schedule::one_f_one_b;
+  int microbatches = 4;
+  std::vector<std::string> split_points{};  // layer names where a stage begins; ["auto"]: balanced
+};
+PipelineOptions read_options(const Config& config);
+
+}  // namespace acc::pipeline

@@ -1,0 +1,135 @@
+#include "stages.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "acc/util/error.h"
+#include "acc/util/strings.h"
+
+namespace acc::pipeline {
+namespace {
+
+// True when `parameter` is `module` itself's or one of its submodules'.
+bool inside(const std::string& parameter, const std::string& module) {
+  return parameter.size() > module.size() && parameter.starts_with(module) && parameter[module.size()] == '.';
+}
+
+std::string layer_range(const std::vector<std::string>& layers) {
+  if (layers.empty()) return "none";
+  return layers.size() == 1 ? layers.front() : layers.front() + " ... " + layers.back();
+}
+
+}  // namespace
+
+int StagePlan::stage_of_layer(int64_t layer) const {
+  for (size_t s = 0; s < layers.size(); ++s)
+    if (layer >= layers[s].first && layer < layers[s].second) return static_cast<int>(s);
+  ACC_FAIL("pipeline: layer ", layer, " is in no stage");
+}
+
+StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cost, int64_t last_cost, int stages,
+                      const std::vector<int64_t>& split_at) {
+  const auto n = static_cast<int64_t>(layer_costs.size());
+  ACC_CHECK(stages >= 1 && stages <= n, "pipeline: ", stages, " stages need at least as many layers; the model has ", n);
+  StagePlan plan;
+  if (!split_at.empty()) {
+    ACC_CHECK(static_cast<int>(split_at.size()) == stages - 1, "pipeline: ", stages, " stages need ", stages - 1,
+              " split points, got ", split_at.size());
+    int64_t begin = 0;
+    for (int64_t at : split_at) {
+      ACC_CHECK(at > begin && at < n, "pipeline: split points must rise strictly inside (0, ", n, "), got ", at);
+      plan.layers.emplace_back(begin, at);
+      begin = at;
+    }
+    plan.layers.emplace_back(begin, n);
+    return plan;
+  }
+  std::vector<int64_t> prefix{0};
+  for (int64_t c : layer_costs) prefix.push_back(prefix.back() + c);
+  auto cost = [&](int s, int64_t begin, int64_t end) {
+    return prefix[end] - prefix[begin] + (s == 0 ? first_cost : 0) + (s == stages - 1 ? last_cost : 0);
+  };
+  // best[s][e]: the least largest cost of stages 0..s covering layers [0, e); from[s][e] the
+  // first layer of stage s in it.
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  std::vector<std::vector<int64_t>> best(stages, std::vector<int64_t>(n + 1, kNone)), from = best;
+  for (int64_t e = 1; e <= n; ++e) best[0][e] = cost(0, 0, e);
+  for (int s = 1; s < stages; ++s)
+    for (int64_t e = s + 1; e <= n; ++e)
+      for (int64_t b = s; b < e; ++b) {
+        if (best[s - 1][b] == kNone) continue;
+        const int64_t worst = std::max(best[s - 1][b], cost(s, b, e));
+        if (worst < best[s][e]) {
+          best[s][e] = worst;
+          from[s][e] = b;
+        }
+      }
+  std::vector<std::pair<int64_t, int64_t>> reversed;
+  for (int64_t s = stages - 1, e = n; s >= 0; --s) {
+    const int64_t b = s == 0 ? 0 : from[s][e];
+    reversed.emplace_back(b, e);
+    e = b;
+  }
+  plan.layers.assign(reversed.rbegin(), reversed.rend());
+  return plan;
+}
+
+StagePlan plan_model_stages(const models::Structure::Chain& chain,
+                            const std::vector<std::pair<std::string, int64_t>>& parameters,
+                            const std::string& head_weight, int stages,
+                            const std::vector<std::string>& split_points) {
+  const auto n = static_cast<int64_t>(chain.layers.size());
+  ACC_CHECK(n > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
+  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (one per process, num_processes ", stages,
+            ") but the model has only ", n, " layers (", layer_range(chain.layers), "); use at most ", n,
+            " processes");
+  std::vector<int64_t> split_at;
+  const bool automatic = split_points.empty() || (split_points.size() == 1 && split_points[0] == "auto");
+  if (!automatic) {
+    ACC_CHECK(static_cast<int>(split_points.size()) == stages - 1, "pipeline_config.split_points: ", stages,
+              " stages need ", stages - 1, " split points (the first layer of each stage after the first), got ",
+              split_points.size(), " (", util::join(split_points), ")");
+    for (const auto& name : split_points) {
+      const auto it = std::ranges::find(chain.layers, name);
+      ACC_CHECK(it != chain.layers.end(), "pipeline_config.split_points: '", name, "' is no layer of the model ",
+                "(its layers: ", layer_range(chain.layers), ")");
+      const int64_t at = it - chain.layers.begin();
+      ACC_CHECK(at > 0 && (split_at.empty() || at > split_at.back()), "pipeline_config.split_points: '", name,
+                "' must come after ", split_at.empty() ? "the first layer" : "the split point before it",
+                " (stages are contiguous runs of layers, in order)");
+      split_at.push_back(at);
+    }
+  }
+  std::vector<int64_t> costs(static_cast<size_t>(n), 0);
+  int64_t head = 0;
+  for (const auto& [name, numel] : parameters) {
+    if (name == head_weight) head = numel;
+    for (int64_t i = 0; i < n; ++i)
+      if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i)] += numel;
+  }
+  return plan_stages(costs, 0, head, stages, split_at);
+}
+
+std::map<std::string, std::vector<int>> holders(const models::Structure::Chain& chain, const StagePlan& plan,
+                                                const std::vector<std::pair<std::string, int64_t>>& parameters) {
+  std::map<std::string, std::vector<int>> out;
+  const int last = plan.stages() - 1;
+  for (const auto& [name, _] : parameters) {
+    std::vector<int> stages;
+    for (size_t i = 0; i < chain.layers.size(); ++i)
+      if (inside(name, chain.layers[i])) stages.push_back(plan.stage_of_layer(static_cast<int64_t>(i)));
+    for (const auto& m : chain.embedding)
+      if (inside(name, m)) stages.push_back(0);
+    for (const auto& m : chain.head)
+      if (inside(name, m)) stages.push_back(last);
+    ACC_CHECK(!stages.empty(), "PIPELINE: parameter '", name, "' is in no part of the model's chain (embedding ",
+              util::join(chain.embedding), "; layers ", layer_range(chain.layers), "; head ", util::join(chain.head),
+              ")");
+    std::ranges::sort(stages);
+    stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+    out.emplace(name, std::move(stages));
+  }
+  return out;
+}
+
+}  // namespace acc::pipeline

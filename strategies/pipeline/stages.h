@@ -1,0 +1,45 @@
+#pragma once
+// How the PIPELINE strategy cuts a causal LM's chain (models::Structure::Chain) into stages:
+// contiguous runs of layers, the embedding on the first stage, the final norm and the head on
+// the last; and which stages hold each parameter (a tied head's weight: the first and the last).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acc/models/structure.h"
+
+namespace acc::pipeline {
+
+struct StagePlan {
+  // Per stage, the chain's layers [begin, end) it runs.
+  std::vector<std::pair<int64_t, int64_t>> layers;
+  int stages() const { return static_cast<int>(layers.size()); }
+  int stage_of_layer(int64_t layer) const;
+};
+
+// Contiguous stages of at least one layer each whose largest cost is the least possible: a
+// layer costs `layer_costs[i]`, the first stage `first_cost` more, the last `last_cost` more
+// (costs in any unit proportional to compute: parameters used in products). `split_at`, when
+// not empty, gives the first layer of every stage after the first instead.
+StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cost, int64_t last_cost, int stages,
+                      const std::vector<int64_t>& split_at = {});
+
+// The plan for a model whose parameters and their element counts are `parameters`: each
+// layer costs its parameters, the last stage the head's weight (`head_weight`, used in a
+// product per token), the embedding nothing (a lookup). `split_points` are module names of
+// layers where a stage begins, or ["auto"]. Errors name pipeline_config.split_points or the
+// number of processes.
+StagePlan plan_model_stages(const models::Structure::Chain& chain,
+                            const std::vector<std::pair<std::string, int64_t>>& parameters,
+                            const std::string& head_weight, int stages,
+                            const std::vector<std::string>& split_points);
+
+// The stages (ascending) that hold each parameter: its layer's, the first for the embedding's,
+// the last for the head's (both for a tied one). A parameter outside the chain is an error
+// naming it.
+std::map<std::string, std::vector<int>> holders(const models::Structure::Chain& chain, const StagePlan& plan,
+                                                const std::vector<std::pair<std::string, int64_t>>& parameters);
+
+}  // namespace acc::pipeline

@@ -1,0 +1,117 @@
+// The PIPELINE strategy's plan, without any rank: stages cut from a model's chain (balanced,
+// or at the user's split points, with errors naming the key) and the schedules' order of
+// microbatch forwards and backwards (how many activations each stage holds at once).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "pipeline/schedule.h"
+#include "pipeline/stages.h"
+#include "../fsdp/fsdp_fixtures.h"
+#include "support/test_support.h"
+
+namespace acc::pipeline {
+namespace {
+
+using Layers = std::vector<std::pair<int64_t, int64_t>>;
+
+TEST(PlanStages, BalancesTheLargestStage) {
+  EXPECT_EQ(plan_stages({1, 1, 1, 1}, 0, 0, 2).layers, (Layers{{0, 2}, {2, 4}}));
+  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 1).layers, (Layers{{0, 5}}));
+  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 5).layers, (Layers{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));
+  // The head costs as much as a layer: the last stage takes one layer fewer.
+  EXPECT_EQ(plan_stages({2, 2, 2, 2, 2}, 0, 2, 2).layers, (Layers{{0, 3}, {3, 5}}));
+  // The largest stage cost is the least possible: 5 layers of 2 and a head of 4 on 3 stages.
+  const StagePlan plan = plan_stages({2, 2, 2, 2, 2}, 0, 4, 3);
+  EXPECT_EQ(plan.layers, (Layers{{0, 2}, {2, 4}, {4, 5}}));
+  EXPECT_EQ(plan.stage_of_layer(3), 1);
+}
+
+TEST(PlanStages, SplitAtTheUsersLayers) {
+  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 3, {1, 4}).layers, (Layers{{0, 1}, {1, 4}, {4, 5}}));
+}
+
+std::vector<std::pair<std::string, int64_t>> sizes(const models::Model& model) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [name, p] : model.named_parameters()) out.emplace_back(name, p.numel());
+  return out;
+}
+
+TEST(PlanModelStages, GPT2HoldsItsTiedHeadOnTheFirstAndLastStage) {
+  const auto model = test::make_model("gpt2_deep");
+  const auto chain = model->structure().chain;
+  const StagePlan plan = plan_model_stages(chain, sizes(*model), "transformer.wte.weight", 2, {"auto"});
+  ASSERT_EQ(plan.stages(), 2);
+  EXPECT_EQ(plan.layers[0].second, plan.layers[1].first);
+  const auto held = holders(chain, plan, sizes(*model));
+  EXPECT_EQ(held.at("transformer.wte.weight"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(held.at("transformer.wpe.weight"), (std::vector<int>{0}));
+  EXPECT_EQ(held.at("transformer.ln_f.weight"), (std::vector<int>{1}));
+  EXPECT_EQ(held.at("transformer.h.4.mlp.c_fc.weight"), (std::vector<int>{1}));
+  EXPECT_EQ(held.at("transformer.h.0.attn.c_attn.bias"), (std::vector<int>{0}));
+  // Named split points: stage 1 begins at layer 1, stage 2 at layer 3.
+  const StagePlan named =
+      plan_model_stages(chain, sizes(*model), "transformer.wte.weight", 3, {"transformer.h.1", "transformer.h.3"});
+  EXPECT_EQ(named.layers, (Layers{{0, 1}, {1, 3}, {3, 5}}));
+}
+
+TEST(PlanModelStages, ErrorsNameTheKey) {
+  const auto model = test::make_model("llama");  // 2 layers
+  const auto chain = model->structure().chain;
+  const auto named = sizes(*model);
+  test::expect_contains(test::error_of([&] { plan_model_stages(chain, named, "lm_head.weight", 4, {"auto"}); }),
+                        {"4 stages", "num_processes 4", "only 2 layers", "model.layers.0 ... model.layers.1"});
+  test::expect_contains(test::error_of([&] { plan_model_stages(chain, named, "lm_head.weight", 2, {"model.norm"}); }),
+                        {"pipeline_config.split_points", "'model.norm' is no layer"});
+  test::expect_contains(test::error_of([&] {
+                          plan_model_stages(chain, named, "lm_head.weight", 2, {"model.layers.0", "model.layers.1"});
+                        }),
+                        {"pipeline_config.split_points", "2 stages need 1 split points", "got 2"});
+  test::expect_contains(test::error_of([&] { plan_model_stages(chain, named, "lm_head.weight", 2, {"model.layers.0"}); }),
+                        {"pipeline_config.split_points", "'model.layers.0' must come after the first layer"});
+}
+
+using K = Action::Kind;
+
+// Every microbatch's forward comes before its backward, each once.
+void expect_complete(const std::vector<Action>& actions, int microbatches) {
+  std::vector<int> state(static_cast<size_t>(microbatches), 0);
+  for (const Action& a : actions) {
+    int& s = state[static_cast<size_t>(a.microbatch)];
+    EXPECT_EQ(s, a.kind == K::forward ? 0 : 1) << "microbatch " << a.microbatch;
+    ++s;
+  }
+  for (int s : state) EXPECT_EQ(s, 2);
+}
+
+TEST(Schedules, GPipeRunsEveryForwardFirstAndHoldsAllMicrobatches) {
+  const auto actions = stage_actions(Schedule::gpipe, 1, 4, 8);
+  expect_complete(actions, 8);
+  EXPECT_EQ(actions.front(), (Action{K::forward, 0}));
+  EXPECT_EQ(actions[8], (Action{K::backward, 0}));
+  EXPECT_EQ(peak_in_flight(actions), 8);
+}
+
+TEST(Schedules, OneFOneBHoldsAtMostTheStagesAfterIt) {
+  for (int p : {1, 2, 4})
+    for (int m : {1, 3, 8})
+      for (int s = 0; s < p; ++s) {
+        const auto actions = stage_actions(Schedule::one_f_one_b, s, p, m);
+        expect_complete(actions, m);
+        EXPECT_EQ(peak_in_flight(actions), std::min(p - s, m)) << "stage " << s << " of " << p << ", m " << m;
+      }
+  // Stage 0 of 2 with 4 microbatches: one ahead, then alternating, then the last backward.
+  EXPECT_EQ(stage_actions(Schedule::one_f_one_b, 0, 2, 4),
+            (std::vector<Action>{{K::forward, 0}, {K::forward, 1}, {K::backward, 0}, {K::forward, 2}, {K::backward, 1},
+                                 {K::forward, 3}, {K::backward, 2}, {K::backward, 3}}));
+}
+
+TEST(Schedules, NamesParse) {
+  EXPECT_EQ(parse_schedule("gpipe"), Schedule::gpipe);
+  EXPECT_EQ(parse_schedule("1f1b"), Schedule::one_f_one_b);
+  test::expect_contains(test::error_of([] { parse_schedule("zigzag"); }),
+                        {"pipeline_config.schedule", "'zigzag'", "GPipe or 1F1B"});
+}
+
+}  // namespace
+}  // namespace acc::pipeline
