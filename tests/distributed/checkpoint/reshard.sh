@@ -1,7 +1,7 @@
 #!/bin/sh
 # reshard.sh PROGRAM: a checkpoint saved under FULL_SHARD at 4 ranks resumes under SHARD_GRAD_OP
 # at 2 ranks and on one process, sharded and FULL_STATE_DICT alike, and tensor-parallel slices
-# resume as flat pieces and back, each matching the run that never stopped.
+# and pipeline stages resume as flat pieces and back, each matching the run that never stopped.
 set -eu
 program=$1
 here=$(dirname "$0")
@@ -19,3 +19,10 @@ done
 "$here/../mpirun.sh" 2 "$program" resume "$dir/tp" FULL_SHARD
 ACC_RANKS_PER_NODE= "$program" resume "$dir/tp" NO_SHARD
 "$here/../mpirun.sh" 2 "$program" resume "$dir/sharded" SPMD_TP
+# Pipeline stages: 4 stages' pieces (the tied wte on the first and the last) resume as
+# FULL_SHARD's flat pieces at 2 ranks and as one stage on one process; FULL_SHARD's checkpoint
+# from 4 ranks resumes as 2 stages.
+"$here/../mpirun.sh" 4 "$program" save "$dir/pp" PIPELINE
+"$here/../mpirun.sh" 2 "$program" resume "$dir/pp" FULL_SHARD
+ACC_RANKS_PER_NODE= "$program" resume "$dir/pp" PIPELINE
+"$here/../mpirun.sh" 2 "$program" resume "$dir/sharded" PIPELINE

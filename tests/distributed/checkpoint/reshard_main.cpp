@@ -1,6 +1,6 @@
 // checkpoint_reshard: one link of the chain "saved at N ranks under one strategy, resumed at M
-// under another" (reshard.sh runs FULL_SHARD at 4 -> SHARD_GRAD_OP at 2 -> one process, and
-// tensor-parallel slices to and from whole pieces).
+// under another" (reshard.sh runs FULL_SHARD at 4 -> SHARD_GRAD_OP at 2 -> one process,
+// tensor-parallel slices to and from whole pieces, and pipeline stages to and from flat pieces).
 //
 //   checkpoint_reshard save DIR STRATEGY [full]   k steps, save DIR/ckpt, k more steps; rank 0
 //                                                 writes the continuation to DIR/reference.safetensors
@@ -24,16 +24,21 @@ namespace {
 
 constexpr int64_t kK = 4;
 
-// STRATEGY: an FSDP sharding strategy, or SPMD_TP: GPT-2's fsdp-tp rules on the widest
-// tensor-parallel mesh the world allows (slices over `model`).
+// GPT-2 of 5 layers, so that 4 ranks can hold one pipeline stage each.
+constexpr const char* kModel = "gpt2_deep";
+
+// STRATEGY: an FSDP sharding strategy; SPMD_TP: GPT-2's fsdp-tp rules on the widest
+// tensor-parallel mesh the world allows (slices over `model`); PIPELINE: a stage per rank.
 Config config_for(const std::string& strategy) {
-  return strategy == "SPMD_TP" ? test::fsdp_tp_config("gpt2") : test::strategy_config(strategy, "gpt2");
+  if (strategy == "SPMD_TP") return test::fsdp_tp_config("gpt2");
+  if (strategy == "PIPELINE") return test::pipeline_config("1F1B", 2);
+  return test::strategy_config(strategy, kModel);
 }
 
 int save(const std::filesystem::path& dir, const std::string& strategy, bool full) {
   Config config = config_for(strategy);
   if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
-  test::Trainer trainer("gpt2", config);
+  test::Trainer trainer(kModel, config);
   trainer.train(kK);
   trainer.save(dir / "ckpt");
   const auto losses = trainer.train(kK);
@@ -58,7 +63,7 @@ bool close(const std::vector<float>& a, const std::vector<float>& b, float rtol,
 }
 
 int resume(const std::filesystem::path& dir, const std::string& strategy) {
-  test::Trainer trainer("gpt2", config_for(strategy), /*seed=*/42);
+  test::Trainer trainer(kModel, config_for(strategy), /*seed=*/42);
   trainer.load(dir / "ckpt");
   const auto losses = trainer.train(kK);
   const auto params = trainer.parameters();

@@ -153,6 +153,16 @@ Config strategy_config(const std::string& strategy, const std::string& kind, boo
   return config;
 }
 
+Config pipeline_config(const std::string& schedule, int microbatches, const std::string& split_points) {
+  Config config;
+  config.dist.strategy = "PIPELINE";
+  auto& section = config.section("pipeline_config");
+  section.set("schedule", schedule);
+  section.set("microbatches", std::to_string(microbatches));
+  section.set("split_points", split_points);
+  return config;
+}
+
 std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples) {
   if (kind == "mlp") return std::make_shared<Images>(samples);
   return make_token_dataset(samples, kVocab, kSeq);

@@ -19,6 +19,10 @@ std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed
 std::vector<std::string> block_classes(const std::string& kind);
 // FSDP with `strategy` ("FULL_SHARD", ...) wrapping the family's blocks, f32 or bf16.
 Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16 = false);
+// PIPELINE (one stage per rank) with `schedule` ("GPipe", "1F1B"), `microbatches` and
+// `split_points` ("auto" or layer names, comma-separated).
+Config pipeline_config(const std::string& schedule = "1F1B", int microbatches = 4,
+                       const std::string& split_points = "auto");
 // A dataset the family's forward accepts: random token windows or random images.
 std::shared_ptr<const data::Dataset> make_dataset(const std::string& kind, int64_t samples);
 // Random token windows of `seq` tokens below `vocab` (input_ids and the shifted labels).

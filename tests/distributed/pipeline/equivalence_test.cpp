@@ -25,16 +25,6 @@ constexpr int64_t kSteps = 3, kGlobalBatch = 8;
 // strategies' bounds for such elements (fsdp_fixtures.h), 20x below one wrong update (lr 1e-3).
 constexpr float kRtol = 1e-5f, kParamAtol = 5e-5f;
 
-Config pipeline_config(const std::string& schedule, int microbatches, const std::string& split_points = "auto") {
-  Config config;
-  config.dist.strategy = "PIPELINE";
-  auto& section = config.section("pipeline_config");
-  section.set("schedule", schedule);
-  section.set("microbatches", std::to_string(microbatches));
-  section.set("split_points", split_points);
-  return config;
-}
-
 using Case = std::tuple<std::string, std::string, int>;  // model, schedule, microbatches
 
 class PipelineEquivalence : public ::testing::TestWithParam<Case> {};
