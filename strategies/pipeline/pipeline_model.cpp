@@ -8,7 +8,6 @@
 #include "acc/autograd/grad_mode.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
-#include "acc/ops/elementwise.h"
 #include "acc/ops/loss.h"
 #include "acc/util/error.h"
 
@@ -50,6 +49,19 @@ int gradient_tag(int microbatch) { return 2 * microbatch + 1; }
 // stays below 16000; MPI promises tags up to 32767).
 constexpr int kEvaluationTag = 32000;
 
+// sum += g, in f32 whatever g's dtype, in a buffer counted as gradients (the first g copied).
+void accumulate(Tensor& sum, const Tensor& g) {
+  if (!sum.defined()) {
+    memory::CategoryScope category(memory::Category::gradients);
+    sum = g.to(DType::f32);
+    return;
+  }
+  const Tensor add = g.dtype() == DType::f32 ? g : g.to(DType::f32);
+  float* s = sum.data<float>();
+  const float* a = add.data<float>();
+  for (int64_t i = 0, n = sum.numel(); i < n; ++i) s[i] += a[i];
+}
+
 }  // namespace
 
 PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_ptr<dist::ProcessGroup> world,
@@ -71,6 +83,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   plan_ = plan_model_stages(chain, sizes, head, world_->size(), options_.split_points);
   const auto held_by = holders(chain, plan_, sizes);
   autograd::NoGradGuard no_grad;
+  memory::CategoryScope category(memory::Category::parameters);
   std::map<std::vector<int>, std::shared_ptr<dist::ProcessGroup>> groups;  // by holders, made on every rank
   for (const auto& [name, p] : all) {
     const std::vector<int>& stages = held_by.at(name);
@@ -81,35 +94,47 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       module().replace_parameter(name, Tensor::unallocated(p.shape(), p.dtype()));
       continue;
     }
-    Tensor held = p;
+    Held held{.name = name, .master = p, .holders = static_cast<int>(stages.size())};
     if (nn::is_deferred(p)) {
-      memory::CategoryScope category(memory::Category::parameters);
-      held = Tensor::empty(p.shape(), p.dtype());
-      nn::fill_part(p, 0, p.numel(), held.data<float>());
-      module().replace_parameter(name, held);
-      held = module().parameter(name);
+      Tensor values = Tensor::empty(p.shape(), p.dtype());
+      nn::fill_part(p, 0, p.numel(), values.data<float>());
+      module().replace_parameter(name, values);
+      held.master = module().parameter(name);
     }
-    held_.emplace_back(name, held);
-    if (stages.size() > 1)
-      tied_.push_back({name, held, static_cast<int>(stages.size()), groups.at(stages)});
+    if (options_.bf16) {
+      module().replace_parameter(name, held.master.to(DType::bf16));
+      held.compute = module().parameter(name);
+    }
+    if (stages.size() > 1) held.group = groups.at(stages);
+    held_.push_back(std::move(held));
   }
+  if (options_.bf16) module().set_compute_dtype(DType::bf16);
 }
 
-std::vector<std::pair<std::string, Tensor>> PipelineModel::named_parameters() const { return held_; }
+std::vector<std::pair<std::string, Tensor>> PipelineModel::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Held& h : held_) out.emplace_back(h.name, h.master);
+  return out;
+}
 
 std::vector<optim::ParamGroup> PipelineModel::param_groups(double weight_decay) const {
   optim::ParamGroup decayed{.weight_decay = weight_decay}, plain{.weight_decay = 0.0};
-  for (const auto& [_, p] : held_)
-    if (p.requires_grad()) (decays(p.shape()) ? decayed : plain).params.push_back(p);
+  for (const Held& h : held_) {
+    if (!h.master.requires_grad()) continue;
+    optim::ParamGroup& group = decays(h.master.shape()) ? decayed : plain;
+    group.params.push_back(h.master);
+    if (h.compute.defined()) group.bf16_copies.push_back(h.compute);
+  }
   return {decayed, plain};
 }
 
 std::vector<ShardedModel::ParameterPiece> PipelineModel::parameter_pieces() const {
-  auto pieces = ShardedModel::parameter_pieces();
-  for (auto& piece : pieces)
-    for (const Tied& t : tied_)
-      if (t.name == piece.name)
-        piece.placements = {{.axis = "pipeline", .kind = Placement::Kind::replicated, .ranks = t.holders}};
+  std::vector<ParameterPiece> pieces;
+  for (const Held& h : held_) {
+    ParameterPiece piece{.name = h.name, .shape = h.master.shape(), .master = h.master, .compute = h.compute};
+    if (h.holders > 1) piece.placements = {{.axis = "pipeline", .kind = Placement::Kind::replicated, .ranks = h.holders}};
+    pieces.push_back(std::move(piece));
+  }
   return pieces;
 }
 
@@ -125,40 +150,52 @@ Tensor PipelineModel::run_layers(Tensor x) {
   return x;
 }
 
+Tensor PipelineModel::stage_output(const Microbatch& micro) {
+  Tensor x = run_layers(stage() == 0 ? lm_.embed(micro.batch["input_ids"]) : micro.input);
+  if (stage() != plan_.stages() - 1) return x;
+  return lm_.head_output(lm_.final_norm(x), micro.batch).loss;
+}
+
 void PipelineModel::run_forward(Microbatch& micro) {
-  const bool first = stage() == 0, last = stage() == plan_.stages() - 1;
-  Tensor x;
-  if (first) {
-    x = lm_.embed(micro.batch["input_ids"]);
-  } else {
+  const bool last = stage() == plan_.stages() - 1;
+  if (stage() > 0) {
     micro.input = link_.recv(stage() - 1, activation_tag(micro.index));
     micro.input.set_requires_grad(true);
-    x = micro.input;
   }
+  // With checkpointing the last stage computes its loss in the backward right away: its
+  // forward would only be thrown away.
+  if (options_.activation_checkpointing && last) return;
   const auto start = Clock::now();
-  x = run_layers(x);
-  if (last) {
-    micro.output = lm_.head_output(lm_.final_norm(x), micro.batch).loss;
-    step_loss_ += micro.weight * static_cast<double>(micro.output.item());
+  Tensor out;
+  if (options_.activation_checkpointing) {
+    autograd::NoGradGuard no_grad;  // nothing kept but the input; the backward runs it again
+    out = stage_output(micro);
   } else {
-    micro.output = x;
-    link_.send(x, stage() + 1, activation_tag(micro.index));
+    out = micro.output = stage_output(micro);
   }
   timing_.busy_s += seconds_since(start);
+  if (last)
+    step_loss_ += micro.weight * static_cast<double>(out.item());
+  else
+    link_.send(out, stage() + 1, activation_tag(micro.index));
 }
 
 void PipelineModel::run_backward(Microbatch& micro, std::vector<Tensor>& grads) {
   const bool first = stage() == 0, last = stage() == plan_.stages() - 1;
-  const Tensor seed = last ? Tensor::from_vector({static_cast<float>(micro.weight)}, micro.output.shape())
-                           : link_.recv(stage() + 1, gradient_tag(micro.index));
+  const Tensor received = last ? Tensor() : link_.recv(stage() + 1, gradient_tag(micro.index));
   const auto start = Clock::now();
+  if (options_.activation_checkpointing) {
+    micro.output = stage_output(micro);
+    if (last) step_loss_ += micro.weight * static_cast<double>(micro.output.item());
+  }
+  const Tensor seed = last ? Tensor::from_vector({static_cast<float>(micro.weight)}, micro.output.shape()) : received;
   std::vector<Tensor> inputs;
-  for (const auto& [_, p] : held_)
-    if (p.requires_grad()) inputs.push_back(p);
+  for (const Held& h : held_)
+    if (h.master.requires_grad()) inputs.push_back(h.used());
   if (!first) inputs.push_back(micro.input);
-  std::vector<Tensor> got = autograd::grad(micro.output, seed, inputs);
+  const std::vector<Tensor> got = autograd::grad(micro.output, seed, inputs);
   for (size_t i = 0; i < grads.size(); ++i)
-    if (got[i].defined()) grads[i] = grads[i].defined() ? ops::add(grads[i], got[i]) : got[i];
+    if (got[i].defined()) accumulate(grads[i], got[i]);
   timing_.busy_s += seconds_since(start);
   if (!first) {
     const Tensor& dx = got.back();
@@ -185,8 +222,8 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
     mb.weight = static_cast<double>(counted_labels(mb.batch["labels"])) / total;
   }
   std::vector<Tensor> grads;
-  for (const auto& [_, p] : held_)
-    if (p.requires_grad()) grads.emplace_back();
+  for (const Held& h : held_)
+    if (h.master.requires_grad()) grads.emplace_back();
   for (const Action& a : stage_actions(options_.schedule, stage(), plan_.stages(), static_cast<int>(m))) {
     Microbatch& mb = micro[static_cast<size_t>(a.microbatch)];
     if (mb.weight == 0) continue;  // no label counts here, on any stage: nothing to add
@@ -199,15 +236,14 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
   // A tied parameter's gradient is the sum of its stages'.
   std::vector<std::pair<Tensor, Tensor>> gradients;
   size_t k = 0;
-  for (const auto& [_, p] : held_) {
-    if (!p.requires_grad()) continue;
+  for (const Held& h : held_) {
+    if (!h.master.requires_grad()) continue;
     Tensor& g = grads[k++];
-    for (const Tied& t : tied_) {
-      if (!t.parameter.is_same(p)) continue;
-      if (!g.defined()) g = Tensor::zeros(p.shape(), p.dtype());
-      t.group->all_reduce(g);
+    if (h.group) {
+      if (!g.defined()) g = Tensor::zeros(h.master.shape());
+      h.group->all_reduce(g);
     }
-    if (g.defined()) gradients.emplace_back(p, g);
+    if (g.defined()) gradients.emplace_back(h.master, g);
   }
   Tensor loss = Tensor::from_vector({static_cast<float>(step_loss_)}, {1});
   world_->broadcast(loss, plan_.stages() - 1);

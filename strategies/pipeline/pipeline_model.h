@@ -7,6 +7,11 @@
 // loss.backward() and optimizer step are the usual ones. Every rank returns the same loss.
 // Any other forward (evaluation, generation without summon) runs the stages once on the whole
 // batch and gives every rank the last stage's output.
+//
+// Under bf16 compute the module computes with a bf16 copy of each held parameter, which the
+// optimizer writes with the f32 master; gradients are summed over microbatches in f32. With
+// activation checkpointing a stage keeps only each in-flight microbatch's input and runs its
+// forward again, with gradients, when the microbatch's backward comes.
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +52,9 @@ class PipelineModel : public ShardedModel {
   models::ModelOutput evaluate(const data::Batch& batch);
   void run_forward(Microbatch& micro);
   void run_backward(Microbatch& micro, std::vector<Tensor>& grads);
+  // The stage's part of the model on a microbatch: from its input (or the embedding of its ids)
+  // through the stage's layers, and on the last stage to its loss.
+  Tensor stage_output(const Microbatch& micro);
   // The stage's layers on x.
   Tensor run_layers(Tensor x);
   // The last stage's output sent to every rank.
@@ -57,15 +65,17 @@ class PipelineModel : public ShardedModel {
   PipelineOptions options_;
   StagePlan plan_;
   StageLink link_;
-  std::vector<std::pair<std::string, Tensor>> held_;  // this stage's parameters
-  // Parameters held by several stages (a tied head), each with the group of its holders.
-  struct Tied {
+  // This stage's parameters: the f32 master the optimizer updates, the bf16 copy the module
+  // computes with (bf16 compute only), and for a parameter several stages hold (a tied head)
+  // how many and the group of those ranks.
+  struct Held {
     std::string name;
-    Tensor parameter;
-    int holders = 0;
+    Tensor master, compute;
+    int holders = 1;
     std::shared_ptr<dist::ProcessGroup> group;
+    const Tensor& used() const { return compute.defined() ? compute : master; }
   };
-  std::vector<Tied> tied_;
+  std::vector<Held> held_;
   StepTiming timing_;
   double step_loss_ = 0;  // the last stage's weighted sum of its microbatches' losses
 };

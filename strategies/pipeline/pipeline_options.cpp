@@ -21,6 +21,10 @@ OptionSection option_section() {
                .help = "auto (stages balanced by the parameters each computes with), or the layer names where "
                        "each stage after the first begins (transformer.h.6)",
                .question = "Pipeline: split points (auto, or layer names where a stage begins)?"},
+              {.key = "activation_checkpointing", .type = T::boolean, .default_value = "false",
+               .help = "each stage keeps only its input per microbatch in flight and runs its forward again in "
+                       "the backward",
+               .question = "Pipeline: activation checkpointing (recompute each stage's forward in backward)?"},
           },
       // A model made by acc::make_model gets no parameter memory: each stage makes its own.
       .deferred_init = [](const Config&) { return true; },
@@ -31,7 +35,9 @@ PipelineOptions read_options(const Config& config) {
   const OptionValues v = config.section(kSection);
   return {.schedule = parse_schedule(v.text("schedule")),
           .microbatches = static_cast<int>(v.integer("microbatches")),
-          .split_points = v.texts("split_points")};
+          .split_points = v.texts("split_points"),
+          .activation_checkpointing = v.boolean("activation_checkpointing"),
+          .bf16 = config.compute.bf16};
 }
 
 }  // namespace acc::pipeline

@@ -19,6 +19,8 @@ struct PipelineOptions {
   Schedule schedule = Schedule::one_f_one_b;
   int microbatches = 4;
   std::vector<std::string> split_points{};  // layer names where a stage begins; ["auto"]: balanced
+  bool activation_checkpointing = false;
+  bool bf16 = false;  // config.compute.bf16
 };
 PipelineOptions read_options(const Config& config);
 

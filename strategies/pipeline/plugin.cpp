@@ -16,8 +16,6 @@ class PipelineStrategy : public Strategy {
  public:
   std::string name() const override { return kStrategy; }
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override {
-    ACC_CHECK(!config().compute.bf16, "PIPELINE: bf16 compute (mixed_precision: bf16) is not built for the pipeline "
-              "yet; use mixed_precision: 'no'");
     return std::make_shared<PipelineModel>(std::move(model), world(), read_options(config()));
   }
   // Each rank gives its own stage's deferred parameters their values (pipeline_model.cpp).

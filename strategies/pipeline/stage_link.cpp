@@ -12,6 +12,12 @@ constexpr int64_t kHeader = 2 + kMaxDims;  // dtype, rank, dims
 }  // namespace
 
 void StageLink::send(const Tensor& tensor, int peer, int tag) {
+  // A finished send's buffer is free now, not at the end of the step.
+  std::erase_if(sends_, [](const auto& work) {
+    if (!work->is_completed()) return false;
+    work->wait();  // at once; throws what the send failed with
+    return true;
+  });
   ACC_CHECK(tensor.dim() <= kMaxDims, "pipeline: a ", tensor.describe(), " between stages has more than ", kMaxDims,
             " dims");
   std::vector<int64_t> header(kHeader, 0);
