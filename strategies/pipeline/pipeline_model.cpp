@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <map>
 
 #include "acc/autograd/engine.h"
@@ -10,6 +11,7 @@
 #include "acc/nn/deferred_init.h"
 #include "acc/ops/loss.h"
 #include "acc/util/error.h"
+#include "acc/util/profiler.h"
 
 namespace acc::pipeline {
 
@@ -25,9 +27,7 @@ struct PipelineModel::Microbatch {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using Clock = Timeline::Clock;
 
 int64_t counted_labels(const Tensor& labels) {
   int64_t n = 0;
@@ -70,7 +70,10 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       lm_(causal_lm(module())),
       world_(std::move(world)),
       options_(std::move(options)),
-      link_(world_) {
+      grid_(stage_grid(options_.stages, world_->size(), world_->rank())),
+      pipe_(grid_.replicas == 1 ? world_ : world_->split(grid_.replica, grid_.stage, "pipeline")),
+      link_(pipe_) {
+  if (grid_.replicas > 1) fsdp_ = world_->split(grid_.stage, grid_.replica, "pipeline stage fsdp");
   const models::Structure::Chain chain = module().structure().chain;
   const auto all = module().named_parameters();
   std::vector<std::pair<std::string, int64_t>> sizes;
@@ -80,25 +83,26 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
     sizes.emplace_back(name, p.numel());
     if (p.is_same(head_weight)) head = name;
   }
-  plan_ = plan_model_stages(chain, sizes, head, world_->size(), options_.split_points);
+  plan_ = plan_model_stages(chain, sizes, head, grid_.stages, options_.split_points);
   const auto held_by = holders(chain, plan_, sizes);
   autograd::NoGradGuard no_grad;
   memory::CategoryScope category(memory::Category::parameters);
   std::map<std::vector<int>, std::shared_ptr<dist::ProcessGroup>> groups;  // by holders, made on every rank
+  std::vector<Tensor> values;  // f32, whole: what the shards start from
   for (const auto& [name, p] : all) {
     const std::vector<int>& stages = held_by.at(name);
     const bool mine = std::ranges::find(stages, stage()) != stages.end();
-    if (stages.size() > 1 && !groups.count(stages))
-      groups[stages] = world_->split(mine ? 0 : -1, 0, "pipeline tied " + name);
+    if (stages.size() > 1 && !groups.count(stages))  // the holders of one replica
+      groups[stages] = world_->split(mine ? grid_.replica : -1, 0, "pipeline tied " + name);
     if (!mine) {  // its shape stays (whole_parameter_shapes, FLOPs), its memory goes
       module().replace_parameter(name, Tensor::unallocated(p.shape(), p.dtype()));
       continue;
     }
-    Held held{.name = name, .master = p, .holders = static_cast<int>(stages.size())};
+    Held held{.name = name, .shape = p.shape(), .master = p, .holders = static_cast<int>(stages.size())};
     if (nn::is_deferred(p)) {
-      Tensor values = Tensor::empty(p.shape(), p.dtype());
-      nn::fill_part(p, 0, p.numel(), values.data<float>());
-      module().replace_parameter(name, values);
+      Tensor whole = Tensor::empty(p.shape(), p.dtype());
+      nn::fill_part(p, 0, p.numel(), whole.data<float>());
+      module().replace_parameter(name, whole);
       held.master = module().parameter(name);
     }
     if (options_.bf16) {
@@ -109,6 +113,20 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
     held_.push_back(std::move(held));
   }
   if (options_.bf16) module().set_compute_dtype(DType::bf16);
+  if (!fsdp_) return;
+  // Over the stage's replicas each rank keeps a range of every master; the module computes with
+  // the whole parameters, gathered before each forward.
+  std::vector<Tensor> whole, f32;
+  for (const Held& h : held_) {
+    whole.push_back(module().parameter(h.name));
+    f32.push_back(h.master);
+  }
+  shards_.emplace(std::move(whole), f32, fsdp_);
+  for (size_t i = 0; i < held_.size(); ++i) {
+    held_[i].compute = shards_->whole(i);
+    held_[i].master = shards_->master(i);
+    held_[i].begin = shards_->begin(i);
+  }
 }
 
 std::vector<std::pair<std::string, Tensor>> PipelineModel::named_parameters() const {
@@ -121,9 +139,9 @@ std::vector<optim::ParamGroup> PipelineModel::param_groups(double weight_decay) 
   optim::ParamGroup decayed{.weight_decay = weight_decay}, plain{.weight_decay = 0.0};
   for (const Held& h : held_) {
     if (!h.master.requires_grad()) continue;
-    optim::ParamGroup& group = decays(h.master.shape()) ? decayed : plain;
+    optim::ParamGroup& group = decays(h.shape) ? decayed : plain;
     group.params.push_back(h.master);
-    if (h.compute.defined()) group.bf16_copies.push_back(h.compute);
+    if (optimizer_writes_compute()) group.bf16_copies.push_back(h.compute);
   }
   return {decayed, plain};
 }
@@ -131,14 +149,18 @@ std::vector<optim::ParamGroup> PipelineModel::param_groups(double weight_decay) 
 std::vector<ShardedModel::ParameterPiece> PipelineModel::parameter_pieces() const {
   std::vector<ParameterPiece> pieces;
   for (const Held& h : held_) {
-    ParameterPiece piece{.name = h.name, .shape = h.master.shape(), .master = h.master, .compute = h.compute};
-    if (h.holders > 1) piece.placements = {{.axis = "pipeline", .kind = Placement::Kind::replicated, .ranks = h.holders}};
+    ParameterPiece piece{.name = h.name, .shape = h.shape, .begin = h.begin, .master = h.master,
+                         .compute = optimizer_writes_compute() ? h.compute : Tensor()};
+    if (fsdp_) piece.placements.push_back({.axis = "fsdp", .kind = Placement::Kind::sharded, .ranks = grid_.replicas});
+    if (h.holders > 1)
+      piece.placements.push_back({.axis = "pipeline", .kind = Placement::Kind::replicated, .ranks = h.holders});
     pieces.push_back(std::move(piece));
   }
   return pieces;
 }
 
 models::ModelOutput PipelineModel::forward(const data::Batch& batch) {
+  if (shards_) shards_->gather();  // the masters may have moved since (a step, a load)
   const bool training_step = is_training() && autograd::GradMode::is_enabled() && batch.contains("labels");
   return training_step ? train_step(batch) : evaluate(batch);
 }
@@ -156,7 +178,7 @@ Tensor PipelineModel::stage_output(const Microbatch& micro) {
   return lm_.head_output(lm_.final_norm(x), micro.batch).loss;
 }
 
-void PipelineModel::run_forward(Microbatch& micro) {
+void PipelineModel::run_forward(Microbatch& micro, const Action& action) {
   const bool last = stage() == plan_.stages() - 1;
   if (stage() > 0) {
     micro.input = link_.recv(stage() - 1, activation_tag(micro.index));
@@ -167,36 +189,45 @@ void PipelineModel::run_forward(Microbatch& micro) {
   if (options_.activation_checkpointing && last) return;
   const auto start = Clock::now();
   Tensor out;
-  if (options_.activation_checkpointing) {
-    autograd::NoGradGuard no_grad;  // nothing kept but the input; the backward runs it again
-    out = stage_output(micro);
-  } else {
-    out = micro.output = stage_output(micro);
+  {
+    profiler::Scope computing("pipeline.compute");
+    if (options_.activation_checkpointing) {
+      autograd::NoGradGuard no_grad;  // nothing kept but the input; the backward runs it again
+      out = stage_output(micro);
+    } else {
+      out = micro.output = stage_output(micro);
+    }
   }
-  timing_.busy_s += seconds_since(start);
+  timeline_.record(action, start, Clock::now());
   if (last)
     step_loss_ += micro.weight * static_cast<double>(out.item());
   else
     link_.send(out, stage() + 1, activation_tag(micro.index));
 }
 
-void PipelineModel::run_backward(Microbatch& micro, std::vector<Tensor>& grads) {
+void PipelineModel::run_backward(Microbatch& micro, const Action& action, std::vector<Tensor>& grads) {
   const bool first = stage() == 0, last = stage() == plan_.stages() - 1;
   const Tensor received = last ? Tensor() : link_.recv(stage() + 1, gradient_tag(micro.index));
   const auto start = Clock::now();
+  std::optional<profiler::Scope> computing(std::in_place, "pipeline.compute");
   if (options_.activation_checkpointing) {
     micro.output = stage_output(micro);
     if (last) step_loss_ += micro.weight * static_cast<double>(micro.output.item());
   }
   const Tensor seed = last ? Tensor::from_vector({static_cast<float>(micro.weight)}, micro.output.shape()) : received;
   std::vector<Tensor> inputs;
-  for (const Held& h : held_)
-    if (h.master.requires_grad()) inputs.push_back(h.used());
+  std::vector<size_t> trained;  // the held parameter of each input
+  for (size_t i = 0; i < held_.size(); ++i)
+    if (held_[i].master.requires_grad()) {
+      inputs.push_back(held_[i].used());
+      trained.push_back(i);
+    }
   if (!first) inputs.push_back(micro.input);
   const std::vector<Tensor> got = autograd::grad(micro.output, seed, inputs);
-  for (size_t i = 0; i < grads.size(); ++i)
-    if (got[i].defined()) accumulate(grads[i], got[i]);
-  timing_.busy_s += seconds_since(start);
+  for (size_t k = 0; k < trained.size(); ++k)
+    if (got[k].defined()) accumulate(grads[trained[k]], got[k]);
+  computing.reset();
+  timeline_.record(action, start, Clock::now());
   if (!first) {
     const Tensor& dx = got.back();
     link_.send(dx.defined() ? dx : Tensor::zeros(micro.input.shape(), micro.input.dtype()), stage() - 1,
@@ -206,8 +237,7 @@ void PipelineModel::run_backward(Microbatch& micro, std::vector<Tensor>& grads) 
 }
 
 models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
-  const auto start = Clock::now();
-  timing_ = {};
+  timeline_.begin_step();
   step_loss_ = 0;
   const Tensor& labels = batch["labels"];
   const int64_t rows = labels.size(0), m = options_.microbatches;
@@ -221,34 +251,38 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
     for (const auto& [name, t] : batch.tensors()) mb.batch.set(name, t.narrow(j * (rows / m), rows / m).clone());
     mb.weight = static_cast<double>(counted_labels(mb.batch["labels"])) / total;
   }
-  std::vector<Tensor> grads;
-  for (const Held& h : held_)
-    if (h.master.requires_grad()) grads.emplace_back();
+  std::vector<Tensor> grads(held_.size());  // whole, f32, summed over the microbatches
+  const auto schedule_start = Clock::now();
   for (const Action& a : stage_actions(options_.schedule, stage(), plan_.stages(), static_cast<int>(m))) {
     Microbatch& mb = micro[static_cast<size_t>(a.microbatch)];
     if (mb.weight == 0) continue;  // no label counts here, on any stage: nothing to add
     if (a.kind == Action::Kind::forward)
-      run_forward(mb);
+      run_forward(mb, a);
     else
-      run_backward(mb, grads);
+      run_backward(mb, a, grads);
   }
   link_.flush();
-  // A tied parameter's gradient is the sum of its stages'.
-  std::vector<std::pair<Tensor, Tensor>> gradients;
-  size_t k = 0;
-  for (const Held& h : held_) {
-    if (!h.master.requires_grad()) continue;
-    Tensor& g = grads[k++];
-    if (h.group) {
-      if (!g.defined()) g = Tensor::zeros(h.master.shape());
-      h.group->all_reduce(g);
-    }
-    if (g.defined()) gradients.emplace_back(h.master, g);
+  // The schedule's wall time, which the compute marks inside it (not nested in it) leave a
+  // bubble of; counted beside them, not as a share.
+  if (profiler::enabled())
+    profiler::add("pipeline.schedule", std::chrono::duration<double>(Clock::now() - schedule_start).count(), true);
+  // A tied parameter's gradient is the sum of its stages' (in one replica); over a stage's
+  // replicas, this rank's range of their mean.
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (!held_[i].group || !held_[i].master.requires_grad()) continue;
+    if (!grads[i].defined()) grads[i] = Tensor::zeros(held_[i].shape);
+    held_[i].group->all_reduce(grads[i]);
   }
-  Tensor loss = Tensor::from_vector({static_cast<float>(step_loss_)}, {1});
-  world_->broadcast(loss, plan_.stages() - 1);
-  timing_.step_s = seconds_since(start);
-  return own_step(Tensor::from_vector({loss.item()}, {}), std::move(gradients));
+  if (shards_) grads = shards_->reduce(grads);
+  std::vector<std::pair<Tensor, Tensor>> gradients;
+  for (size_t i = 0; i < held_.size(); ++i)
+    if (grads[i].defined() && held_[i].master.requires_grad()) gradients.emplace_back(held_[i].master, grads[i]);
+  // The batch's loss on every rank: the mean of the replicas' last stages'.
+  Tensor loss = Tensor::from_vector({stage() == plan_.stages() - 1 ? static_cast<float>(step_loss_) : 0.f}, {1});
+  world_->all_reduce(loss);
+  loss = Tensor::from_vector({loss.item() / static_cast<float>(grid_.replicas)}, {});
+  timeline_.end_step(world_->rank());
+  return own_step(loss, std::move(gradients));
 }
 
 models::ModelOutput PipelineModel::evaluate(const data::Batch& batch) {
@@ -280,7 +314,7 @@ models::ModelOutput PipelineModel::share_output(const models::ModelOutput& out) 
     }
   }
   Tensor h = Tensor::from_vector_i64(header, {9});
-  world_->broadcast(h, last);
+  pipe_->broadcast(h, last);
   header = h.to_vector_i64();
   models::ModelOutput shared = out;
   if (header[0]) {
@@ -289,11 +323,11 @@ models::ModelOutput PipelineModel::share_output(const models::ModelOutput& out) 
       shared.logits = Tensor::empty(Shape(header.begin() + 4, header.begin() + 4 + header[3]),
                                     static_cast<DType>(header[2]));
     }
-    world_->broadcast(shared.logits, last);
+    pipe_->broadcast(shared.logits, last);
   }
   if (header[1]) {
     Tensor loss = Tensor::from_vector({stage() == last ? out.loss.item() : 0.f}, {1});
-    world_->broadcast(loss, last);
+    pipe_->broadcast(loss, last);
     shared.loss = Tensor::from_vector({loss.item()}, {});
   }
   return shared;

@@ -1,6 +1,8 @@
 #pragma once
-// PipelineModel: a causal LM cut into stages, one per rank of the world, each rank holding only
-// its stage's parameters (the others keep their shape without memory). A training forward
+// PipelineModel: a causal LM cut into stages over the world's ranks, each rank holding only its
+// stage's parameters (the others keep their shape without memory). With fewer stages than ranks
+// (pipeline_config.stages) each stage runs on ranks / stages replicas, which see different data
+// and shard the stage's parameters among them (stage_shards.h). A training forward
 // runs the whole step: the batch cut into microbatches by rows, each stage running their
 // forwards and backwards in the schedule's order, activations sent to the next stage and their
 // gradients back to the one before; it returns ShardedModel::own_step, so the user's
@@ -21,7 +23,9 @@
 #include "acc/strategy/sharded_model.h"
 #include "pipeline_options.h"
 #include "stage_link.h"
+#include "stage_shards.h"
 #include "stages.h"
+#include "timeline.h"
 
 namespace acc::pipeline {
 
@@ -37,21 +41,17 @@ class PipelineModel : public ShardedModel {
   // The default pieces, a tied parameter's marked as held by each of its stages.
   std::vector<ParameterPiece> parameter_pieces() const override;
 
-  int stage() const { return world_->rank(); }
-  const StagePlan& plan() const { return plan_; }
-  // The last training step on this rank: seconds computing (forwards and backwards) and the
-  // step's wall time; the rest is the bubble and communication.
-  struct StepTiming {
-    double busy_s = 0, step_s = 0;
-  };
-  const StepTiming& last_step_timing() const { return timing_; }
+  int stage() const { return grid_.stage; }
 
  private:
   struct Microbatch;
   models::ModelOutput train_step(const data::Batch& batch);
   models::ModelOutput evaluate(const data::Batch& batch);
-  void run_forward(Microbatch& micro);
-  void run_backward(Microbatch& micro, std::vector<Tensor>& grads);
+  // One action of the schedule; the time it computes (not waiting for a neighbour) is marked
+  // "pipeline.compute" for ACC_PROFILE (the whole schedule "pipeline.schedule") and recorded in
+  // the timeline.
+  void run_forward(Microbatch& micro, const Action& action);
+  void run_backward(Microbatch& micro, const Action& action, std::vector<Tensor>& grads);
   // The stage's part of the model on a microbatch: from its input (or the embedding of its ids)
   // through the stage's layers, and on the last stage to its loss.
   Tensor stage_output(const Microbatch& micro);
@@ -63,20 +63,32 @@ class PipelineModel : public ShardedModel {
   models::CausalLM& lm_;
   std::shared_ptr<dist::ProcessGroup> world_;
   PipelineOptions options_;
+  StageGrid grid_;
+  std::shared_ptr<dist::ProcessGroup> pipe_;  // this replica's stages, ranked by stage
+  std::shared_ptr<dist::ProcessGroup> fsdp_;  // this stage's replicas; null with one
   StagePlan plan_;
   StageLink link_;
-  // This stage's parameters: the f32 master the optimizer updates, the bf16 copy the module
-  // computes with (bf16 compute only), and for a parameter several stages hold (a tied head)
-  // how many and the group of those ranks.
+  // This stage's parameters: the f32 master the optimizer updates (the whole parameter, or this
+  // rank's range of it from `begin` when the stage has replicas), what the module computes with
+  // when that is not the master (the bf16 copy the optimizer writes, or the whole parameter
+  // gathered from the replicas' ranges), and for a parameter several stages hold (a tied
+  // head) how many and the group of those ranks in this replica.
   struct Held {
     std::string name;
-    Tensor master, compute;
+    Shape shape;
+    Tensor master;
+    int64_t begin = 0;
+    Tensor compute = {};
     int holders = 1;
-    std::shared_ptr<dist::ProcessGroup> group;
+    std::shared_ptr<dist::ProcessGroup> group = nullptr;
     const Tensor& used() const { return compute.defined() ? compute : master; }
   };
+  // Whether `compute` is a bf16 copy the optimizer writes with the master (one replica per
+  // stage); with replicas it is gathered before each forward instead.
+  bool optimizer_writes_compute() const { return options_.bf16 && !shards_; }
   std::vector<Held> held_;
-  StepTiming timing_;
+  std::optional<StageShards> shards_;
+  Timeline timeline_;
   double step_loss_ = 0;  // the last stage's weighted sum of its microbatches' losses
 };
 

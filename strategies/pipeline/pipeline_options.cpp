@@ -13,6 +13,10 @@ OptionSection option_section() {
                .help = "order of each stage's microbatch forwards and backwards: GPipe (all forwards, then all "
                        "backwards) or 1F1B (one forward, one backward: fewer activations held)",
                .question = "Pipeline schedule?"},
+              {.key = "stages", .type = T::integer, .default_value = "0", .min = 0,
+               .help = "pipeline stages (0: one per process); with fewer, each stage runs on processes / stages "
+                       "ranks that see different data and shard the stage's parameters (pipeline x fsdp)",
+               .question = "Pipeline: stages (0: one per process)?"},
               {.key = "microbatches", .type = T::integer, .default_value = "4", .min = 1, .max = 15999,
                .help = "microbatches each batch is cut into (by rows; must divide the batch): more shrink the "
                        "bubble, (stages - 1) / (microbatches + stages - 1) of a step",
@@ -34,6 +38,7 @@ OptionSection option_section() {
 PipelineOptions read_options(const Config& config) {
   const OptionValues v = config.section(kSection);
   return {.schedule = parse_schedule(v.text("schedule")),
+          .stages = static_cast<int>(v.integer("stages")),
           .microbatches = static_cast<int>(v.integer("microbatches")),
           .split_points = v.texts("split_points"),
           .activation_checkpointing = v.boolean("activation_checkpointing"),

@@ -6,8 +6,10 @@
 #include "acc/plugin/registry.h"
 #include "acc/strategy/strategy.h"
 #include "acc/util/error.h"
+#include "pipeline_estimate.h"
 #include "pipeline_model.h"
 #include "pipeline_options.h"
+#include "stages.h"
 
 namespace acc::pipeline {
 namespace {
@@ -20,9 +22,17 @@ class PipelineStrategy : public Strategy {
   }
   // Each rank gives its own stage's deferred parameters their values (pipeline_model.cpp).
   bool initialises_deferred_parameters() const override { return true; }
-  // Every stage runs the same batch: one data-parallel replica.
-  int data_parallel_rank() const override { return 0; }
-  int data_parallel_size() const override { return 1; }
+  // The stage that needs the most memory; AUTO does not choose a pipeline (no auto_order).
+  std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                                const Config& config) const override {
+    return estimate_rows(shape, w, config);
+  }
+  // The stages of one replica run the same samples; the replicas of a stage different ones.
+  int data_parallel_rank() const override { return grid().replica; }
+  int data_parallel_size() const override { return grid().replicas; }
+
+ private:
+  StageGrid grid() const { return stage_grid(read_options(config()).stages, world()->size(), world()->rank()); }
 };
 
 void register_pipeline(plugin::Registry& registry) {

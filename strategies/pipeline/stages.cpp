@@ -21,6 +21,14 @@ std::string layer_range(const std::vector<std::string>& layers) {
 
 }  // namespace
 
+StageGrid stage_grid(int stages, int world, int rank) {
+  if (stages == 0) stages = world;
+  ACC_CHECK(stages >= 1 && world % stages == 0, "pipeline_config.stages: ", stages, " stages do not divide the ",
+            world, " processes; each stage runs on processes / stages replicas (0: one stage per process)");
+  const int replicas = world / stages;
+  return {.stages = stages, .replicas = replicas, .stage = rank / replicas, .replica = rank % replicas};
+}
+
 int StagePlan::stage_of_layer(int64_t layer) const {
   for (size_t s = 0; s < layers.size(); ++s)
     if (layer >= layers[s].first && layer < layers[s].second) return static_cast<int>(s);
@@ -80,9 +88,9 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::string>& split_points) {
   const auto n = static_cast<int64_t>(chain.layers.size());
   ACC_CHECK(n > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
-  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (one per process, num_processes ", stages,
-            ") but the model has only ", n, " layers (", layer_range(chain.layers), "); use at most ", n,
-            " processes");
+  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process: "
+            "num_processes ", stages, ") but the model has only ", n, " layers (", layer_range(chain.layers),
+            "); use at most ", n, " stages");
   std::vector<int64_t> split_at;
   const bool automatic = split_points.empty() || (split_points.size() == 1 && split_points[0] == "auto");
   if (!automatic) {

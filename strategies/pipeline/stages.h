@@ -12,6 +12,16 @@
 
 namespace acc::pipeline {
 
+// Where a rank sits among `stages` pipeline stages of `replicas` ranks each (ranks / stages),
+// stage-major: a stage's replicas are neighbouring ranks (on one node, when a node holds a
+// whole stage), so the stages' messages are what crosses nodes, not the replicas' gathers.
+struct StageGrid {
+  int stages = 1, replicas = 1;
+  int stage = 0, replica = 0;
+};
+// `stages` 0: one per rank. Errors name pipeline_config.stages.
+StageGrid stage_grid(int stages, int world, int rank);
+
 struct StagePlan {
   // Per stage, the chain's layers [begin, end) it runs.
   std::vector<std::pair<int64_t, int64_t>> layers;

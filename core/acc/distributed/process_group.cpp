@@ -187,7 +187,9 @@ std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& tensor, int peer, i
   auto work = std::make_shared<Work>(detail::concat("send to rank ", peer, " (tag ", tag, ", ",
                                                     tensor.describe(), ") on ", describe()));
   work->hold({tensor});
-  count_traffic(TrafficKind::send, tensor.nbytes(), size(), span_);
+  // A message crosses nodes when its two ends are on different ones, whatever the group spans.
+  count_traffic(TrafficKind::send, tensor.nbytes(), size(), span_of({world_ranks_[static_cast<size_t>(rank())],
+                                                                      world_ranks_[static_cast<size_t>(peer)]}));
   do_send(work, buffer_of(tensor), peer, tag);
   return work;
 }

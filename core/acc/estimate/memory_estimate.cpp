@@ -13,7 +13,7 @@ namespace acc::estimate {
 
 namespace {
 
-// Bytes of what a transformer block saves for backward, per token, in f32 elements (4 bytes).
+// What a transformer block saves for backward, per token, in f32 elements (4 bytes).
 // The coefficients are what acc's ops keep, found by measuring each op (tests/distributed/fsdp/
 // estimate_test.cpp checks them): GPT-2 keeps 17 C (bf16: 13.5 C: the matmul inputs are bf16)
 // plus attention's log-sum-exp (H) and the norms' statistics; Llama keeps 7 C + 3 I + 2 kv
@@ -32,6 +32,9 @@ double head_saved_per_token(const ModelShape& s, bool bf16) {
 }
 
 }  // namespace
+
+double block_bytes_per_token(const ModelShape& s, bool bf16) { return 4.0 * block_saved_per_token(s, bf16); }
+double head_bytes_per_token(const ModelShape& s, bool bf16) { return 4.0 * head_saved_per_token(s, bf16); }
 
 Memory training_state(int64_t held, bool bf16) {
   Memory m;

@@ -45,6 +45,11 @@ struct Memory {
 // precision, f32 gradients and AdamW's two f32 moments (4 + 2, 4 and 8 bytes an element).
 Memory training_state(int64_t held, bool bf16);
 
+// What activation_bytes() is made of, for a strategy that runs a part of the model (a pipeline
+// stage): the bytes one transformer block saves for backward per token, and what the
+// embeddings' sum, the final norm and the loss save per token.
+double block_bytes_per_token(const ModelShape& shape, bool bf16);
+double head_bytes_per_token(const ModelShape& shape, bool bf16);
 // Peak activation bytes of one rank's forward + backward (0 for Family::other). With
 // vocab_ranks > 1 the embedding and head are split by vocabulary rows over that many ranks
 // (fsdp_vocab_parallel), which exchange the hidden states instead of gathering the weights.

@@ -26,3 +26,8 @@ ACC_RANKS_PER_NODE= "$program" resume "$dir/tp" NO_SHARD
 "$here/../mpirun.sh" 2 "$program" resume "$dir/pp" FULL_SHARD
 ACC_RANKS_PER_NODE= "$program" resume "$dir/pp" PIPELINE
 "$here/../mpirun.sh" 2 "$program" resume "$dir/sharded" PIPELINE
+# A grid of 2 stages x 2 replicas (each stage's parameters in ranges over its replicas) resumes
+# as 2 whole stages, and the 4 stages' checkpoint as 1 stage on 2 replicas.
+"$here/../mpirun.sh" 4 "$program" save "$dir/grid" PIPELINE_GRID
+"$here/../mpirun.sh" 2 "$program" resume "$dir/grid" PIPELINE
+"$here/../mpirun.sh" 2 "$program" resume "$dir/pp" PIPELINE_GRID

@@ -11,6 +11,7 @@
 // relative + 5e-5 absolute after k Adam steps: at several ranks the vocabulary is split, and
 // Adam amplifies the reordered sums of nearly cancelling gradients; see
 // tests/distributed/fsdp/fsdp_fixtures.h, f32_param_atol).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -28,10 +29,16 @@ constexpr int64_t kK = 4;
 constexpr const char* kModel = "gpt2_deep";
 
 // STRATEGY: an FSDP sharding strategy; SPMD_TP: GPT-2's fsdp-tp rules on the widest
-// tensor-parallel mesh the world allows (slices over `model`); PIPELINE: a stage per rank.
+// tensor-parallel mesh the world allows (slices over `model`); PIPELINE: a stage per rank;
+// PIPELINE_GRID: half as many stages, each on 2 replicas sharding its parameters.
 Config config_for(const std::string& strategy) {
   if (strategy == "SPMD_TP") return test::fsdp_tp_config("gpt2");
   if (strategy == "PIPELINE") return test::pipeline_config("1F1B", 2);
+  if (strategy == "PIPELINE_GRID") {
+    Config config = test::pipeline_config("1F1B", 2);
+    config.section("pipeline_config").set("stages", std::to_string(std::max(1, world().size() / 2)));
+    return config;
+  }
   return test::strategy_config(strategy, kModel);
 }
 

@@ -1,13 +1,15 @@
 // PIPELINE against one process: k AdamW steps with clipping on the same global batches give
 // the same losses, gradient norms and parameters, for GPipe and 1F1B, GPT-2 (its tied head on
 // the first and the last stage) and Llama, 5 layers over 1, 2 or 4 stages (uneven: 3 + 2,
-// 2 + 1 + 1 + 1), balanced or at named split points, 4 or 8 microbatches. Each rank holds only
-// its stage's parameters; evaluation gives every rank the last stage's logits.
+// 2 + 1 + 1 + 1), balanced or at named split points, 4 or 8 microbatches, and on a grid of
+// stages x 2 replicas. Each rank holds only its stage's parameters; evaluation gives every
+// rank the last stage's logits.
 #include <gtest/gtest.h>
 
 #include <tuple>
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/distributed/traffic.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
 #include "../fsdp/fsdp_fixtures.h"
@@ -49,6 +51,25 @@ TEST_P(PipelineEquivalence, SameLossesAndParametersAsOneProcess) {
 INSTANTIATE_TEST_SUITE_P(Schedules, PipelineEquivalence,
                          ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"gpt2_deep", "GPipe", 8},
                                            Case{"llama_deep", "1F1B", 8}, Case{"llama_deep", "GPipe", 4}),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
+
+// Fewer stages than ranks: each stage on 2 replicas that see different halves of the batch and
+// shard the stage's parameters (1 stage x 2 at 2 ranks, 2 x 2 at 4: the tied head's stages in
+// each replica sum its gradient, then each stage's replicas average theirs).
+class PipelineGrid : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PipelineGrid, SameLossesAndParametersAsOneProcess) {
+  const auto& [kind, schedule, microbatches] = GetParam();
+  Config config = pipeline_config(schedule, microbatches);
+  config.section("pipeline_config").set("stages", std::to_string(std::max(1, world().size() / 2)));
+  expect_same_run(run_accelerated(kind, config, kSteps, kGlobalBatch), run_single_process(kind, kSteps, kGlobalBatch));
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoReplicas, PipelineGrid,
+                         ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"llama_deep", "GPipe", 2}),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" +
                                   std::to_string(std::get<2>(info.param));
@@ -133,6 +154,22 @@ TEST(Pipeline, MicrobatchesThatDoNotDivideTheBatchAreAnError) {
   const data::Batch batch = *loader.begin();
   expect_contains(error_of([&] { sharded->forward(batch); }),
                   {"pipeline_config.microbatches", "4 microbatches do not divide the batch of 6 rows"});
+}
+
+// Stages talk to their neighbours only: with 2 ranks per (simulated) node, only the messages
+// between stages 1 and 2 of 4 cross nodes.
+TEST(Pipeline, OnlyTheBoundaryBetweenNodesCrossesThem) {
+  auto [sharded, loader] = accelerate(make_model("gpt2_deep"), data::DataLoader(make_dataset("gpt2", 8), {.batch_size = 8}),
+                                      pipeline_config("1F1B", 4));
+  dist::reset_traffic();
+  sharded->forward(*loader.begin()).loss.backward();
+  const dist::Traffic sent = dist::traffic();
+  using dist::Span;
+  using dist::TrafficKind;
+  const int p = world().size(), s = world().rank();
+  const bool crossing = p == 4 && (s == 1 || s == 2);  // ACC_RANKS_PER_NODE=2 at 4 ranks
+  EXPECT_EQ(sent.bytes_of(TrafficKind::send, Span::cross_node) > 0, crossing);
+  EXPECT_EQ(sent.bytes_of(TrafficKind::send, Span::node) > 0, p > 1) << "stage " << s;  // a neighbour on its node
 }
 
 }  // namespace

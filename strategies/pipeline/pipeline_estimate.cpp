@@ -1,0 +1,98 @@
+#include "pipeline_estimate.h"
+
+#include <algorithm>
+
+#include "acc/models/model.h"
+#include "acc/ops/loss.h"
+#include "pipeline_options.h"
+#include "stages.h"
+
+namespace acc::pipeline {
+
+std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                           const Config& config) {
+  if (!shape.deferred_model || shape.family == estimate::Family::other) return {};
+  const PipelineOptions o = read_options(config);
+  const int stages = o.stages == 0 ? w.world : o.stages;
+  // A plan the strategy would refuse gets no row (AUTO asks every strategy about every config).
+  if (stages < 1 || w.world % stages != 0 || stages > shape.layers) return {};
+  const int replicas = w.world / stages;
+  const int64_t rows = w.batch / replicas;
+  if (rows % o.microbatches != 0) return {};
+  const auto model = shape.deferred_model();
+  auto* lm = dynamic_cast<models::CausalLM*>(model.get());
+  if (!lm) return {};
+  const auto chain = model->structure().chain;
+  std::vector<std::pair<std::string, int64_t>> sizes;
+  std::string head;
+  for (const auto& [name, p] : model->named_parameters()) {
+    sizes.emplace_back(name, p.numel());
+    if (p.is_same(lm->head_weight())) head = name;
+  }
+  StagePlan plan;
+  try {
+    plan = plan_model_stages(chain, sizes, head, stages, o.split_points);
+  } catch (const Error&) {
+    return {};  // split points that do not fit this model: the strategy says why when it runs
+  }
+  const auto held_by = holders(chain, plan, sizes);
+  const double tokens = static_cast<double>(rows / o.microbatches * w.seq);  // one microbatch's
+  const auto C = static_cast<double>(shape.hidden), V = static_cast<double>(shape.vocab);
+  const double block = estimate::block_bytes_per_token(shape, w.bf16);
+  std::vector<estimate::Memory> out;
+  for (int s = 0; s < stages; ++s) {
+    int64_t whole = 0, mine = 0;  // the stage's parameter elements, and this rank's share of them
+    for (const auto& [name, numel] : sizes)
+      if (std::ranges::find(held_by.at(name), s) != held_by.at(name).end()) {
+        whole += numel;
+        mine += (numel + replicas - 1) / replicas;
+      }
+    estimate::Memory m = estimate::training_state(mine, w.bf16 && replicas == 1);
+    // The step's gradients summed whole in f32 (with replicas, then reduced into this rank's
+    // ranges), which own_step hands to the masters' .grad: a copy, both exist at the backward's
+    // end.
+    m.gradients = 4 * whole + 4 * mine + (replicas > 1 ? 4 * mine : 0);
+    // With replicas the whole stage is gathered for the step.
+    if (replicas > 1) m.gathered = (w.bf16 ? 2 : 4) * whole;
+    // One microbatch's saved activations: its layers', and on the last stage the loss's, which
+    // makes the head's weight gradient (f32 [V, C]) and the hidden states' in its forward.
+    const bool first = s == 0, last = s == stages - 1;
+    const auto layers = static_cast<double>(plan.layers[static_cast<size_t>(s)].second -
+                                            plan.layers[static_cast<size_t>(s)].first);
+    const double saved = tokens * layers * block +
+                         (last ? tokens * estimate::head_bytes_per_token(shape, w.bf16) + 4 * (V * C + tokens * C) : 0);
+    const int in_flight = o.schedule == Schedule::gpipe ? o.microbatches : std::min(stages - s, o.microbatches);
+    const double held = o.activation_checkpointing ? in_flight * 4 * tokens * C + saved : in_flight * saved;
+    // The largest transient: a block's backward (its largest weight's gradient and a few [T, C]
+    // ones); the loss's chunk of logits (and the hidden states in bf16) on the last stage; the
+    // embedding's weight gradient ([V, C] f32) at the first stage's end.
+    const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(shape.vocab)));
+    const double scale = w.bf16 ? 1.5 : 1.0;
+    const double transient =
+        std::max({4 * (static_cast<double>(shape.largest_block_matrix) + 3 * tokens * C),
+                  last ? 4 * scale * (chunk * V + tokens * C) : 0.0, first ? 4 * V * C : 0.0});
+    m.activations = static_cast<int64_t>(held + transient);
+    // The backend's staging buffers, and with replicas the f32 buffer of the stage's gather
+    // (before the forwards) or of its gradients' reduce-scatter (after the backwards), with the
+    // reduce-scatter's scratch of one rank's range.
+    m.communication = estimate::communication_bytes(w) + (replicas > 1 ? 4 * whole + 4 * mine : 0);
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                            const Config& config) {
+  const auto stages = stage_memory(shape, w, config);
+  if (stages.empty()) return {};
+  const auto worst = std::ranges::max_element(stages, {}, &estimate::Memory::total);
+  const PipelineOptions o = read_options(config);
+  const int replicas = w.world / static_cast<int>(stages.size());
+  const std::string grid = std::to_string(stages.size()) + " stages" +
+                           (replicas > 1 ? " x " + std::to_string(replicas) + " replicas" : "");
+  return {{.plan = "PIPELINE " + to_string(o.schedule) + " (" + grid + ", " + std::to_string(o.microbatches) +
+                   " microbatches)",
+           .memory = *worst}};
+}
+
+}  // namespace acc::pipeline

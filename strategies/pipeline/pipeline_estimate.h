@@ -1,0 +1,20 @@
+#pragma once
+// The PIPELINE strategy's row for `accelerate estimate-memory`: the stage that needs the most,
+// from the same plan the strategy makes (a memoryless model's chain cut into stages), each
+// stage's parameters (divided among its replicas) with their gradients and optimizer state, and
+// the activations of the microbatches the schedule holds at once.
+#include <vector>
+
+#include "acc/strategy/strategy.h"
+
+namespace acc::pipeline {
+
+// Per rank of each stage, in stage order; empty when the strategy would refuse the plan (or the
+// model declares no chain).
+std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                           const Config& config);
+// One row: the stage that needs the most.
+std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                            const Config& config);
+
+}  // namespace acc::pipeline

@@ -1,0 +1,83 @@
+#include "stage_shards.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "acc/autograd/grad_mode.h"
+#include "acc/memory/allocator.h"
+#include "acc/util/error.h"
+
+namespace acc::pipeline {
+
+StageShards::StageShards(std::vector<Tensor> whole, const std::vector<Tensor>& values,
+                         std::shared_ptr<dist::ProcessGroup> group)
+    : whole_(std::move(whole)), group_(std::move(group)) {
+  const int64_t f = group_->size();
+  for (const Tensor& t : whole_) {
+    chunk_.push_back((t.numel() + f - 1) / f);
+    offset_.push_back(block_);
+    block_ += chunk_.back();
+  }
+  memory::CategoryScope category(memory::Category::parameters);
+  shard_ = Tensor::zeros({block_});
+  float* shard = shard_.data<float>();
+  for (size_t i = 0; i < whole_.size(); ++i) {
+    const int64_t n = std::clamp<int64_t>(whole_[i].numel() - begin(i), 0, chunk_[i]);
+    std::memcpy(shard + offset_[i], values[i].data<float>() + begin(i), static_cast<size_t>(n) * sizeof(float));
+    Tensor master = shard_.slice_flat(offset_[i], {n});
+    master.set_requires_grad(whole_[i].requires_grad());
+    masters_.push_back(std::move(master));
+  }
+}
+
+int64_t StageShards::begin(size_t i) const {
+  return std::min(whole_[i].numel(), chunk_[i] * group_->rank());
+}
+
+void StageShards::gather() {
+  autograd::NoGradGuard no_grad;
+  memory::CategoryScope category(memory::Category::communication);
+  Tensor all = Tensor::empty({block_ * group_->size()});
+  group_->all_gather(shard_, all);
+  const float* from = all.data<float>();
+  for (size_t i = 0; i < whole_.size(); ++i) {
+    Tensor& t = whole_[i];
+    const int64_t n = t.numel();
+    for (int r = 0; r < group_->size(); ++r) {
+      const int64_t at = chunk_[i] * r, count = std::clamp<int64_t>(n - at, 0, chunk_[i]);
+      if (count == 0) break;
+      t.slice_flat(at, {count}).copy_(all.slice_flat(block_ * r + offset_[i], {count}));
+    }
+  }
+}
+
+std::vector<Tensor> StageShards::reduce(const std::vector<Tensor>& grads) {
+  ACC_CHECK(grads.size() == whole_.size(), "pipeline: ", grads.size(), " gradients for ", whole_.size(),
+            " sharded parameters");
+  const int ranks = group_->size();
+  Tensor packed, mine;
+  {
+    memory::CategoryScope category(memory::Category::communication);
+    packed = Tensor::zeros({block_ * ranks});
+  }
+  float* to = packed.data<float>();
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const float* g = grads[i].data<float>();
+    const int64_t n = grads[i].numel();
+    for (int r = 0; r < ranks; ++r) {
+      const int64_t at = chunk_[i] * r, count = std::clamp<int64_t>(n - at, 0, chunk_[i]);
+      std::memcpy(to + block_ * r + offset_[i], g + at, static_cast<size_t>(count) * sizeof(float));
+    }
+  }
+  {
+    memory::CategoryScope category(memory::Category::gradients);
+    mine = Tensor::empty({block_});
+  }
+  group_->reduce_scatter(packed, mine, dist::ReduceOp::avg);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < grads.size(); ++i) out.push_back(mine.slice_flat(offset_[i], {masters_[i].numel()}));
+  return out;
+}
+
+}  // namespace acc::pipeline

@@ -1,0 +1,32 @@
+#include "timeline.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "acc/util/error.h"
+
+namespace acc::pipeline {
+
+Timeline::Timeline() {
+  if (const char* prefix = std::getenv("ACC_PIPELINE_TIMELINE")) prefix_ = prefix;
+}
+
+void Timeline::record(const Action& action, Clock::time_point start, Clock::time_point end) {
+  if (prefix_.empty()) return;
+  auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - step_start_).count(); };
+  spans_.push_back({action, since(start), since(end)});
+}
+
+void Timeline::end_step(int rank) const {
+  if (prefix_.empty()) return;
+  const std::string path = prefix_ + ".rank" + std::to_string(rank) + ".tsv";
+  std::ofstream out(path + ".tmp");
+  for (const Span& s : spans_)
+    out << (s.action.kind == Action::Kind::forward ? 'F' : 'B') << '\t' << s.action.microbatch << '\t' << s.start_s
+        << '\t' << s.end_s << '\n';
+  out.close();
+  ACC_CHECK(out, "ACC_PIPELINE_TIMELINE: cannot write ", path);
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+}  // namespace acc::pipeline
