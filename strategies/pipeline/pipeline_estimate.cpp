@@ -48,10 +48,9 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
         mine += (numel + replicas - 1) / replicas;
       }
     estimate::Memory m = estimate::training_state(mine, w.bf16 && replicas == 1);
-    // The step's gradients summed whole in f32 (with replicas, then reduced into this rank's
-    // ranges), which own_step hands to the masters' .grad: a copy, both exist at the backward's
-    // end.
-    m.gradients = 4 * whole + 4 * mine + (replicas > 1 ? 4 * mine : 0);
+    // The step's gradients summed whole in f32, which own_step hands to the masters' .grad as
+    // they are; with replicas reduced first into this rank's ranges (both exist meanwhile).
+    m.gradients = 4 * whole + (replicas > 1 ? 4 * mine : 0);
     // With replicas the whole stage is gathered for the step.
     if (replicas > 1) m.gathered = (w.bf16 ? 2 : 4) * whole;
     // One microbatch's saved activations: its layers', and on the last stage the loss's, which

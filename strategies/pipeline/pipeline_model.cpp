@@ -266,14 +266,14 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
   // bubble of; counted beside them, not as a share.
   if (profiler::enabled())
     profiler::add("pipeline.schedule", std::chrono::duration<double>(Clock::now() - schedule_start).count(), true);
-  // A tied parameter's gradient is the sum of its stages' (in one replica); over a stage's
-  // replicas, this rank's range of their mean.
+  // Over a stage's replicas, this rank's range of their mean; then a tied parameter's is the sum
+  // of its stages' (the same range on each: it crosses nodes a range at a time, not whole).
+  if (shards_) grads = shards_->reduce(grads);
   for (size_t i = 0; i < held_.size(); ++i) {
     if (!held_[i].group || !held_[i].master.requires_grad()) continue;
-    if (!grads[i].defined()) grads[i] = Tensor::zeros(held_[i].shape);
+    if (!grads[i].defined()) grads[i] = Tensor::zeros(held_[i].master.shape());
     held_[i].group->all_reduce(grads[i]);
   }
-  if (shards_) grads = shards_->reduce(grads);
   std::vector<std::pair<Tensor, Tensor>> gradients;
   for (size_t i = 0; i < held_.size(); ++i)
     if (grads[i].defined() && held_[i].master.requires_grad()) gradients.emplace_back(held_[i].master, grads[i]);

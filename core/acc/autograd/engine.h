@@ -32,6 +32,11 @@ bool in_backward();
 // shards, so no full-size gradient is ever stored. The handle removes the sink.
 HookHandle set_gradient_sink(const Tensor& leaf, std::function<void(const Tensor& grad)> sink);
 
+// Makes `grad` itself the leaf's .grad, not a copy, when the leaf has no gradient yet and no
+// hook or sink would see it (ShardedModel::own_step hands a strategy's gradients over this way,
+// so they are not held twice); false, and nothing changed, otherwise.
+bool adopt_grad(const Tensor& leaf, const Tensor& grad);
+
 // fn(leaf) runs after a backward pass has updated leaf.grad(); this is where a sharding
 // strategy reduce-scatters a gradient as soon as it is complete.
 HookHandle register_post_accumulate_hook(const Tensor& leaf, PostAccumulateHook fn);

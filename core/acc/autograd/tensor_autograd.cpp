@@ -62,6 +62,15 @@ std::shared_ptr<Node> gradient_edge(const Tensor& t) {
   return created;
 }
 
+bool adopt_grad(const Tensor& leaf, const Tensor& grad) {
+  AutogradMeta& meta = autograd_meta(leaf);
+  if (meta.grad.defined() || meta.gradient_sink || !meta.hooks.empty() || !meta.post_accumulate_hooks.empty() ||
+      grad.shape() != leaf.shape() || grad.dtype() != leaf.dtype())
+    return false;
+  meta.grad = grad;
+  return true;
+}
+
 HookHandle set_gradient_sink(const Tensor& leaf, std::function<void(const Tensor&)> sink) {
   ACC_CHECK(leaf.requires_grad() && !leaf.grad_fn(), "set_gradient_sink: needs a leaf that ",
             "requires grad, got ", leaf.describe());

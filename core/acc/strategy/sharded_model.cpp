@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "acc/autograd/engine.h"
 #include "acc/autograd/function.h"
 #include "acc/distributed/agreement.h"
 #include "acc/autograd/grad_mode.h"
@@ -41,10 +42,15 @@ models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::
   auto forward = [value = loss.detach()](autograd::FunctionContext&, const std::vector<Tensor>&) {
     return value.clone();
   };
-  auto backward = [grads = std::move(grads)](autograd::FunctionContext&, const Tensor& seed) {
+  // A parameter without a gradient, hooks or sink takes its gradient as it is (not a copy, so
+  // the step's gradients are not held twice); the engine adds the others as usual.
+  auto backward = [parameters, grads = std::move(grads)](autograd::FunctionContext&, const Tensor& seed) {
     const double s = static_cast<double>(seed.item());
     std::vector<Tensor> scaled;
-    for (const auto& g : grads) scaled.push_back(s == 1.0 ? g : ops::scale(g, s));
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const Tensor g = s == 1.0 ? grads[i] : ops::scale(grads[i], s);
+      scaled.push_back(autograd::adopt_grad(parameters[i], g) ? Tensor() : g);
+    }
     return scaled;
   };
   return {Tensor(), autograd::apply_function("OwnStep", parameters, forward, backward, {.always_record = true})};

@@ -159,7 +159,8 @@ class ShardedModel : public models::Model {
   // whole batch's, `gradients` each parameter with d loss / d parameter. The loss returned
   // carries them: loss.backward(), or (loss * s).backward() as gradient accumulation does,
   // adds s x each gradient to its parameter's .grad, through the parameter's hooks, as a
-  // backward through the model would; without a backward no gradient appears. Each gradient
+  // backward through the model would; without a backward no gradient appears. A parameter with
+  // no .grad, hooks or sink yet takes the gradient tensor itself as its .grad (no copy). Each gradient
   // has its parameter's shape; parameters that need no gradient are left out.
   static models::ModelOutput own_step(const Tensor& loss, std::vector<std::pair<Tensor, Tensor>> gradients);
 

@@ -83,19 +83,13 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
   // The backend's buffers exist once per process (none measured after an earlier test made
   // them), and the reduce-scatter's scratch only on some paths: at most the estimate.
   EXPECT_LE(p.communication, e.communication * 11 / 10) << stage << "communication";
-  // Gradients: the step's sums and their copy in .grad, both at the backward's end on the first
-  // and last stages; a middle stage's measured peak holds less of both at once (observed 0.6x).
-  EXPECT_LE(p.gradients, e.gradients * 11 / 10) << stage << "gradients";
-  EXPECT_GE(p.gradients, e.gradients / 2) << stage << "gradients";
-  expect_within(p.optimizer, e.optimizer_state, 0.10, stage + "optimizer state");
+  expect_within(p.gradients, e.gradients, 0.10, stage + "gradients");
   expect_within(p.activations, e.activations, 0.15, stage + "activations");
-  // The categories peak at different moments: the activations during the schedule, the
-  // gradients when own_step's hand-off copies the step's sums into .grad at the backward's end
-  // (the activations gone by then), the replicas' buffers before and after the schedule. The
-  // estimate's total, their sum, is an upper bound of the measured peak: 1.0-1.5x on the first
-  // and last stages, up to 2.2x on a middle stage of one layer, where the backend's buffers and
-  // the gradients' two copies are most of it.
-  EXPECT_GE(e.total(), p.total) << stage << "the estimate's total is below the measured peak";
+  // The categories peak at different moments (the replicas' gather and reduction buffers
+  // before and after the schedule, the activations during it), so the estimate's total, their
+  // sum, bounds the measured peak from above (within 2%): up to 2x above it on a middle stage of
+  // one layer, where the backend's buffers are most of it.
+  EXPECT_GE(e.total(), p.total * 49 / 50) << stage << "the estimate's total is below the measured peak";
   EXPECT_LE(e.total(), p.total * 5 / 2) << stage << "the estimate's total is far above the measured peak";
 }
 
