@@ -6,7 +6,8 @@
 //                    [--baseline-f32 TOK/S --baseline-bf16 TOK/S] [--out FILE]
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
-//                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh)]
+//                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh),
+//                    pipeline (pipeline.sh)] [--schedules 1F1B,GPipe (pipeline: which, in order)]
 //                    [--precision both|f32|bf16 (default both)]
 //                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
 //                    [--rounds R (levers: each runs R times in turn, the median is kept)]
@@ -18,7 +19,8 @@
 // reduce-scatters per step; the levers for many machines (node copies, int8 gathers and
 // gradients) with the bytes each sends across nodes; FULL_SHARD with fsdp_offload_params (compute
 // tier's peak against FULL_SHARD's whole peak) and with fsdp_offload_dir (peak resident memory
-// per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state).
+// per rank against FULL_SHARD's: target a fall of at least 0.8x the optimizer state); PIPELINE's
+// schedules against FULL_SHARD (tokens/s, memory, bytes across nodes, the bubble).
 // With --rss-budget only the model that should not fit is run (medium.sh: GPT-2 medium on 4
 // ranks): FULL_SHARD bf16 with every memory lever, its highest per-rank peak resident memory
 // against the budget, next to plain FULL_SHARD.
@@ -59,6 +61,7 @@ struct Result {
   int64_t optimizer_state = 0;  // this rank's AdamW state, bytes
   double node_mb = 0, cross_node_mb = 0;  // per step, this rank's collectives (dist::traffic)
   double reduce_scatters = 0;             // per step, this rank's calls
+  double pipeline_schedule_s = 0, pipeline_compute_s = 0;  // per step: a stage's schedule, its computing
 };
 
 double profiled_seconds(const char* name) {
@@ -102,7 +105,8 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
           memory::peak_resident_bytes() - resident_before, resident_before, state,
           static_cast<double>(sent.total_bytes(dist::Span::node)) / 1e6 / n,
           static_cast<double>(sent.total_bytes(dist::Span::cross_node)) / 1e6 / n,
-          static_cast<double>(sent.calls_of(dist::TrafficKind::reduce_scatter)) / n};
+          static_cast<double>(sent.calls_of(dist::TrafficKind::reduce_scatter)) / n,
+          profiled_seconds("pipeline.schedule") / n, profiled_seconds("pipeline.compute") / n};
 }
 
 Config fsdp_config(const std::string& strategy, bool bf16) {
@@ -132,6 +136,12 @@ double model_state_mb(const Result& r) {
   using memory::Category;
   return megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
                    r.peaks[Category::optimizer_state].peak);
+}
+
+double sum_over_ranks(double value) {
+  Tensor t = Tensor::from_vector({static_cast<float>(value)}, {1});
+  world().all_reduce(t);
+  return static_cast<double>(t.item());
 }
 
 double highest_over_ranks(double value) {
@@ -400,16 +410,71 @@ struct Bench {
       std::fflush(stdout);
     }
   }
+
+  // PIPELINE, a stage per rank (and at 4 ranks 2 stages x 2 replicas), one-row microbatches,
+  // 1F1B and GPipe, against FULL_SHARD on the same ranks: tokens/s (target 2 x 2 1F1B >= 0.85x), the highest rank's model state and
+  // activations, the bytes all ranks send across (simulated) nodes per step (target 2 x 2
+  // <= 0.25x, 4 ranks as 2 nodes), and the bubble: the ranks' mean share of the schedule (the step's
+  // forwards and backwards, not the optimizer) spent not computing, against
+  // (p - 1) / (m + p - 1), which assumes equal stages.
+  void pipeline_rows(bool bf16, const Result& full_shard, const std::vector<std::string>& schedules) {
+    const int p = world().size();
+    const auto m = static_cast<int>(batch);
+    const std::string dt = bf16 ? " bf16" : " f32";
+    const double fsdp_cross = sum_over_ranks(full_shard.cross_node_mb);
+    const double fsdp_state = highest_over_ranks(model_state_mb(full_shard));
+    const double fsdp_activations = highest_over_ranks(megabytes(full_shard.peaks[memory::Category::activations].peak));
+    // Each schedule with a stage per rank; at 4 ranks also 1F1B on 2 stages x 2 replicas.
+    std::vector<std::pair<std::string, int>> cases;
+    for (const std::string& schedule : schedules) cases.emplace_back(schedule, p);
+    if (p == 4 && std::ranges::find(schedules, "1F1B") != schedules.end()) cases.emplace_back("1F1B", 2);
+    for (const auto& [schedule, stages] : cases) {
+      Config config;
+      config.dist.strategy = "PIPELINE";
+      config.section("pipeline_config").set("schedule", schedule);
+      config.section("pipeline_config").set("stages", std::to_string(stages));
+      const int replicas = p / stages;
+      const int micro = m / replicas;  // each replica's rows, one per microbatch
+      config.section("pipeline_config").set("microbatches", std::to_string(micro));
+      config.compute.bf16 = bf16;
+      const Result r = run(config);
+      const std::string label = "PIPELINE " + schedule + " " + std::to_string(stages) + "x" +
+                                std::to_string(replicas) + " m=" + std::to_string(micro) + dt;
+      const bool target = p == 4 && schedule == "1F1B" && stages == 2;  // the pipeline x fsdp
+      const double cross = sum_over_ranks(r.cross_node_mb), node = sum_over_ranks(r.node_mb);
+      const double bubble = sum_over_ranks(1.0 - r.pipeline_compute_s / r.pipeline_schedule_s) / p;
+      rows.push_back({label + " tokens/s", "tok/s", r.tokens_per_s, full_shard.tokens_per_s, "FULL_SHARD" + dt,
+                      target ? 0.85 : 0.0});
+      rows.push_back({label + " model state/rank (highest)", "MB", highest_over_ranks(model_state_mb(r)), fsdp_state,
+                      "FULL_SHARD" + dt, 0});
+      rows.push_back({label + " peak activations/rank (highest)", "MB",
+                      highest_over_ranks(megabytes(r.peaks[memory::Category::activations].peak)), fsdp_activations,
+                      "FULL_SHARD" + dt, 0});
+      rows.push_back({label + " sent/step cross-node, all ranks", "MB", cross, fsdp_cross, "FULL_SHARD" + dt,
+                      target && fsdp_cross > 0 ? 0.25 : 0.0});
+      rows.push_back({label + " sent/step node-local, all ranks", "MB", node, 0, "", 0});
+      const double formula = static_cast<double>(stages - 1) / (micro + stages - 1);
+      rows.push_back({label + " bubble (mean idle share)", "%", 100 * bubble, 100 * formula, "(p-1)/(m+p-1)", 0});
+      if (world().rank() == 0)
+        std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), cross-node %.1f MB/step (FULL_SHARD %.1f), bubble %.1f%% "
+                    "(formula %.1f%%)\n",
+                    label.c_str(), r.tokens_per_s, full_shard.tokens_per_s, cross, fsdp_cross, 100 * bubble,
+                    100 * formula);
+      std::fflush(stdout);
+    }
+  }
 };
 
 // --cases: which groups of rows to run (an A/B of one setting need not wait for the others).
 std::set<std::string> parse_cases(const std::string& list) {
-  const std::set<std::string> known{"strategies", "prefetch", "buckets", "levers", "checkpointing", "offload", "spmd"};
+  const std::set<std::string> known{"strategies", "prefetch",      "buckets", "levers",
+                                    "checkpointing", "offload", "spmd",    "pipeline"};
   std::set<std::string> cases;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
     ACC_CHECK(known.count(item), "--cases: unknown case '", item,
-              "'; expected a comma-separated list of strategies, prefetch, buckets, levers, checkpointing, offload, spmd");
+              "'; expected a comma-separated list of strategies, prefetch, buckets, levers, checkpointing, offload, spmd, "
+              "pipeline");
     cases.insert(item);
   }
   return cases;
@@ -435,6 +500,12 @@ int run(int argc, char** argv) {
     std::getline(list, item, ',');
     if (!item.empty()) levers.insert(item);
   }
+  std::vector<std::string> schedules;
+  for (std::stringstream list(args.get("schedules", "1F1B,GPipe")); list.good();) {
+    std::string item;
+    std::getline(list, item, ',');
+    if (!item.empty()) schedules.push_back(item);
+  }
   ACC_CHECK(precision == "both" || precision == "f32" || precision == "bf16", "--precision: '", precision,
             "' is not one of both, f32, bf16");
   args.finish();
@@ -454,7 +525,8 @@ int run(int argc, char** argv) {
 
   Bench b{gpt, batch, seq, steps, offload_dir, {}};
   const bool single = world().size() == 1;
-  const bool needs_full_shard = cases.count("checkpointing") || cases.count("offload") || cases.count("spmd");
+  const bool needs_full_shard =
+      cases.count("checkpointing") || cases.count("offload") || cases.count("spmd") || cases.count("pipeline");
   // One process runs only the baseline, NO_SHARD; ranks run the strategies asked for, and
   // FULL_SHARD when the rows measured against it are.
   std::vector<std::string> strategies{"NO_SHARD"};
@@ -473,6 +545,7 @@ int run(int argc, char** argv) {
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
     if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);
+    if (cases.count("pipeline")) b.pipeline_rows(bf16, full_shard, schedules);
   }
   if (world().rank() == 0) bench::report(title, b.rows, out, context);
   return 0;

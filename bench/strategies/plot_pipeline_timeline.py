@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""plot_pipeline_timeline.py PNG TITLE PREFIX: one training step of the PIPELINE strategy as
+each stage ran it, from the files ACC_PIPELINE_TIMELINE=PREFIX wrote (PREFIX.rank<R>.tsv: F or
+B, microbatch, start and end in seconds): a row per rank, forwards and backwards as boxes
+numbered by microbatch; the gaps are the bubble and the waits. Needs gnuplot."""
+import glob
+import re
+import subprocess
+import sys
+import tempfile
+
+png, title, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+files = sorted(glob.glob(prefix + ".rank*.tsv"), key=lambda f: int(re.search(r"rank(\d+)\.tsv$", f).group(1)))
+if not files:
+    sys.exit(f"plot_pipeline_timeline.py: no {prefix}.rank*.tsv files")
+ranks = len(files)
+with tempfile.TemporaryDirectory() as work:
+    end = 0.0
+    with open(f"{work}/forward.dat", "w") as fwd, open(f"{work}/backward.dat", "w") as bwd:
+        for rank, path in enumerate(files):
+            for line in open(path):
+                kind, micro, start, stop = line.split()
+                start, stop = float(start), float(stop)
+                end = max(end, stop)
+                # x centre, y, half width, half height, label
+                row = f"{(start + stop) / 2} {rank} {(stop - start) / 2} 0.35 {micro}\n"
+                (fwd if kind == "F" else bwd).write(row)
+    script = f"""set terminal png size 1100,{140 + 70 * ranks} noenhanced
+set output "{png}"
+set title "{title}"
+set xlabel "seconds from the step's start"
+set ylabel "rank"
+set yrange [{ranks - 0.5}:-0.5]
+set ytics 1
+set xrange [0:{end * 1.02}]
+set style fill solid 0.8 border lc rgb "black"
+set key outside right top
+plot "{work}/forward.dat" using 1:2:3:4 with boxxyerror lc rgb "#4477aa" title "forward", \\
+     "{work}/backward.dat" using 1:2:3:4 with boxxyerror lc rgb "#ee8866" title "backward", \\
+     "{work}/forward.dat" using 1:2:5 with labels notitle, \\
+     "{work}/backward.dat" using 1:2:5 with labels notitle
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+print(f"wrote {png}", file=sys.stderr)
