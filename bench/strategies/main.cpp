@@ -7,7 +7,8 @@
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
 //                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh),
-//                    pipeline (pipeline.sh)] [--schedules 1F1B,GPipe (pipeline: which, in order)]
+//                    pipeline (pipeline.sh)] [--schedules 1F1B,GPipe,interleaved_1F1B (pipeline: which,
+//                    in order; interleaved with 2 chunks per rank)]
 //                    [--precision both|f32|bf16 (default both)]
 //                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
 //                    [--rounds R (levers: each runs R times in turn, the median is kept)]
@@ -136,6 +137,13 @@ double model_state_mb(const Result& r) {
   using memory::Category;
   return megabytes(r.peaks[Category::parameters].peak + r.peaks[Category::gradients].peak +
                    r.peaks[Category::optimizer_state].peak);
+}
+
+// The schedule's name as pipeline_config spells it, whatever the case it was given in.
+std::string parse_schedule_name(const std::string& name) {
+  Config probe;
+  probe.section("pipeline_config").set("schedule", name);
+  return probe.section("pipeline_config").text("schedule");
 }
 
 double sum_over_ranks(double value) {
@@ -412,7 +420,7 @@ struct Bench {
   }
 
   // PIPELINE, a stage per rank (and at 4 ranks 2 stages x 2 replicas), one-row microbatches,
-  // 1F1B and GPipe, against FULL_SHARD on the same ranks: tokens/s (target 2 x 2 1F1B >= 0.85x), the highest rank's model state and
+  // 1F1B, GPipe and interleaved 1F1B (2 chunks per rank), against FULL_SHARD on the same ranks: tokens/s (target 2 x 2 1F1B >= 0.85x), the highest rank's model state and
   // activations, the bytes all ranks send across (simulated) nodes per step (target 2 x 2
   // <= 0.25x, 4 ranks as 2 nodes), and the bubble: the ranks' mean share of the schedule (the step's
   // forwards and backwards, not the optimizer) spent not computing, against
@@ -433,6 +441,8 @@ struct Bench {
       config.dist.strategy = "PIPELINE";
       config.section("pipeline_config").set("schedule", schedule);
       config.section("pipeline_config").set("stages", std::to_string(stages));
+      const bool interleaved = parse_schedule_name(schedule) == "interleaved_1F1B";
+      if (interleaved) config.section("pipeline_config").set("stages_per_rank", "2");
       const int replicas = p / stages;
       const int micro = m / replicas;  // each replica's rows, one per microbatch
       config.section("pipeline_config").set("microbatches", std::to_string(micro));
@@ -453,7 +463,8 @@ struct Bench {
       rows.push_back({label + " sent/step cross-node, all ranks", "MB", cross, fsdp_cross, "FULL_SHARD" + dt,
                       target && fsdp_cross > 0 ? 0.25 : 0.0});
       rows.push_back({label + " sent/step node-local, all ranks", "MB", node, 0, "", 0});
-      const double formula = static_cast<double>(stages - 1) / (micro + stages - 1);
+      const int chunks = interleaved ? 2 : 1;  // the bubble: (p - 1) / (v m + p - 1)
+      const double formula = static_cast<double>(stages - 1) / (chunks * micro + stages - 1);
       rows.push_back({label + " bubble (mean idle share)", "%", 100 * bubble, 100 * formula, "(p-1)/(m+p-1)", 0});
       if (world().rank() == 0)
         std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), cross-node %.1f MB/step (FULL_SHARD %.1f), bubble %.1f%% "
@@ -501,7 +512,7 @@ int run(int argc, char** argv) {
     if (!item.empty()) levers.insert(item);
   }
   std::vector<std::string> schedules;
-  for (std::stringstream list(args.get("schedules", "1F1B,GPipe")); list.good();) {
+  for (std::stringstream list(args.get("schedules", "1F1B,GPipe,interleaved_1F1B")); list.good();) {
     std::string item;
     std::getline(list, item, ',');
     if (!item.empty()) schedules.push_back(item);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """plot_pipeline_timeline.py PNG TITLE PREFIX: one training step of the PIPELINE strategy as
 each stage ran it, from the files ACC_PIPELINE_TIMELINE=PREFIX wrote (PREFIX.rank<R>.tsv: F or
-B, microbatch, start and end in seconds): a row per rank, forwards and backwards as boxes
-numbered by microbatch; the gaps are the bubble and the waits. Needs gnuplot."""
+B, microbatch, chunk, start and end in seconds): a row per rank, forwards and backwards as
+boxes numbered by microbatch (microbatch.chunk when interleaved); the gaps are the bubble and
+the waits. Needs gnuplot."""
 import glob
 import re
 import subprocess
@@ -19,11 +20,12 @@ with tempfile.TemporaryDirectory() as work:
     with open(f"{work}/forward.dat", "w") as fwd, open(f"{work}/backward.dat", "w") as bwd:
         for rank, path in enumerate(files):
             for line in open(path):
-                kind, micro, start, stop = line.split()
+                kind, micro, chunk, start, stop = line.split()
                 start, stop = float(start), float(stop)
+                label = micro if chunk == "0" else f"{micro}.{chunk}"
                 end = max(end, stop)
                 # x centre, y, half width, half height, label
-                row = f"{(start + stop) / 2} {rank} {(stop - start) / 2} 0.35 {micro}\n"
+                row = f"{(start + stop) / 2} {rank} {(stop - start) / 2} 0.35 {label}\n"
                 (fwd if kind == "F" else bwd).write(row)
     script = f"""set terminal png size 1100,{140 + 70 * ranks} noenhanced
 set output "{png}"

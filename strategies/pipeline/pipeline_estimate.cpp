@@ -14,11 +14,13 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   if (!shape.deferred_model || shape.family == estimate::Family::other) return {};
   const PipelineOptions o = read_options(config);
   const int stages = o.stages == 0 ? w.world : o.stages;
+  const int chunks = o.stages_per_rank, virtual_stages = stages * chunks;
   // A plan the strategy would refuse gets no row (AUTO asks every strategy about every config).
-  if (stages < 1 || w.world % stages != 0 || stages > shape.layers) return {};
+  if (stages < 1 || w.world % stages != 0 || virtual_stages > shape.layers) return {};
+  if ((o.schedule == Schedule::interleaved_1f1b) != (chunks > 1) || (chunks > 1 && stages == 1)) return {};
   const int replicas = w.world / stages;
   const int64_t rows = w.batch / replicas;
-  if (rows % o.microbatches != 0) return {};
+  if (rows % o.microbatches != 0 || (chunks > 1 && o.microbatches % stages != 0)) return {};
   const auto model = shape.deferred_model();
   auto* lm = dynamic_cast<models::CausalLM*>(model.get());
   if (!lm) return {};
@@ -31,7 +33,7 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   }
   StagePlan plan;
   try {
-    plan = plan_model_stages(chain, sizes, head, stages, o.split_points);
+    plan = plan_model_stages(chain, sizes, head, virtual_stages, o.split_points);
   } catch (const Error&) {
     return {};  // split points that do not fit this model: the strategy says why when it runs
   }
@@ -39,11 +41,22 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   const double tokens = static_cast<double>(rows / o.microbatches * w.seq);  // one microbatch's
   const auto C = static_cast<double>(shape.hidden), V = static_cast<double>(shape.vocab);
   const double block = estimate::block_bytes_per_token(shape, w.bf16);
+  // What one microbatch's forward on virtual stage k leaves for its backward: its layers'
+  // activations, and on the last stage the loss's, which makes the head's weight gradient
+  // (f32 [V, C]) and the hidden states' in its forward.
+  auto saved = [&](int k) {
+    const auto layers = static_cast<double>(plan.layers[static_cast<size_t>(k)].second -
+                                            plan.layers[static_cast<size_t>(k)].first);
+    return tokens * layers * block + (k == virtual_stages - 1
+                                          ? tokens * estimate::head_bytes_per_token(shape, w.bf16) +
+                                                4 * (V * C + tokens * C)
+                                          : 0.0);
+  };
   std::vector<estimate::Memory> out;
-  for (int s = 0; s < stages; ++s) {
-    int64_t whole = 0, mine = 0;  // the stage's parameter elements, and this rank's share of them
+  for (int r = 0; r < stages; ++r) {
+    int64_t whole = 0, mine = 0;  // the rank's parameter elements, and its share of them
     for (const auto& [name, numel] : sizes)
-      if (std::ranges::find(held_by.at(name), s) != held_by.at(name).end()) {
+      if (std::ranges::any_of(held_by.at(name), [&](int k) { return k % stages == r; })) {
         whole += numel;
         mine += (numel + replicas - 1) / replicas;
       }
@@ -53,24 +66,31 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     m.gradients = 4 * whole + (replicas > 1 ? 4 * mine : 0);
     // With replicas the whole stage is gathered for the step.
     if (replicas > 1) m.gathered = (w.bf16 ? 2 : 4) * whole;
-    // One microbatch's saved activations: its layers', and on the last stage the loss's, which
-    // makes the head's weight gradient (f32 [V, C]) and the hidden states' in its forward.
-    const bool first = s == 0, last = s == stages - 1;
-    const auto layers = static_cast<double>(plan.layers[static_cast<size_t>(s)].second -
-                                            plan.layers[static_cast<size_t>(s)].first);
-    const double saved = tokens * layers * block +
-                         (last ? tokens * estimate::head_bytes_per_token(shape, w.bf16) + 4 * (V * C + tokens * C) : 0);
-    const int in_flight = o.schedule == Schedule::gpipe ? o.microbatches : std::min(stages - s, o.microbatches);
-    const double held = o.activation_checkpointing ? in_flight * 4 * tokens * C + saved : in_flight * saved;
-    // The largest transient: a block's backward (its largest weight's gradient and a few [T, C]
-    // ones); the loss's chunk of logits (and the hidden states in bf16) on the last stage; the
-    // embedding's weight gradient ([V, C] f32) at the first stage's end.
+    // Walking this rank's actions: what the schedule holds (checkpointing: each input, nothing on
+    // the last stage) plus what the action running makes for a while: the loss's chunk of
+    // logits (and the hidden states in bf16) in the last stage's forward; in a backward the
+    // chunk's forward again under checkpointing, a block's backward (its largest weight's
+    // gradient and a few [T, C] ones) and at the first stage the embedding's weight gradient
+    // ([V, C] f32).
     const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(shape.vocab)));
-    const double scale = w.bf16 ? 1.5 : 1.0;
-    const double transient =
-        std::max({4 * (static_cast<double>(shape.largest_block_matrix) + 3 * tokens * C),
-                  last ? 4 * scale * (chunk * V + tokens * C) : 0.0, first ? 4 * V * C : 0.0});
-    m.activations = static_cast<int64_t>(held + transient);
+    const double loss = 4 * (w.bf16 ? 1.5 : 1.0) * (chunk * V + tokens * C);
+    const double block_backward = 4 * (static_cast<double>(shape.largest_block_matrix) + 3 * tokens * C);
+    double held = 0, peak = 0;
+    for (const Action& a : stage_actions(o.schedule, r, stages, o.microbatches, chunks)) {
+      const int k = a.chunk * stages + r;
+      const bool last = k == virtual_stages - 1;
+      const double kept = o.activation_checkpointing ? (last ? 0.0 : 4 * tokens * C) : saved(k);
+      if (a.kind == Action::Kind::forward) {
+        held += kept;
+        peak = std::max(peak, held + (last ? loss : 0.0));
+      } else {
+        const double running = (o.activation_checkpointing ? saved(k) + (last ? loss : 0.0) : 0.0) +
+                               std::max(block_backward, k == 0 ? 4 * V * C : 0.0);
+        peak = std::max(peak, held + running);
+        held -= kept;
+      }
+    }
+    m.activations = static_cast<int64_t>(peak);
     // The backend's staging buffers, and with replicas the f32 buffer of the stage's gather
     // (before the forwards) or of its gradients' reduce-scatter (after the backwards), with the
     // reduce-scatter's scratch of one rank's range.
@@ -88,6 +108,7 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
   const PipelineOptions o = read_options(config);
   const int replicas = w.world / static_cast<int>(stages.size());
   const std::string grid = std::to_string(stages.size()) + " stages" +
+                           (o.stages_per_rank > 1 ? " of " + std::to_string(o.stages_per_rank) + " chunks" : "") +
                            (replicas > 1 ? " x " + std::to_string(replicas) + " replicas" : "");
   return {{.plan = "PIPELINE " + to_string(o.schedule) + " (" + grid + ", " + std::to_string(o.microbatches) +
                    " microbatches)",

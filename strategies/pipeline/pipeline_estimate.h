@@ -9,8 +9,8 @@
 
 namespace acc::pipeline {
 
-// Per rank of each stage, in stage order; empty when the strategy would refuse the plan (or the
-// model declares no chain).
+// Per rank of each pipeline rank's stages (its chunks when interleaved), in pipeline order;
+// empty when the strategy would refuse the plan (or the model declares no chain).
 std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                            const Config& config);
 // One row: the stage that needs the most.

@@ -21,8 +21,9 @@ struct PipelineModel::Microbatch {
   int index = 0;
   data::Batch batch;
   double weight = 0;  // counted labels here / in the whole batch
-  Tensor input;       // received activation (a leaf whose gradient goes back); none on the first stage
-  Tensor output;      // sent activation, or the loss on the last stage
+  // Per chunk of this rank: the received activation (a leaf whose gradient goes back; none on
+  // the first stage), and the sent activation or, on the last stage, the loss.
+  std::vector<Tensor> input, output;
 };
 
 namespace {
@@ -42,12 +43,14 @@ models::CausalLM& causal_lm(models::Model& model) {
   return *lm;
 }
 
-// Tags of a microbatch's messages: its activation forward, its gradient back.
-int activation_tag(int microbatch) { return 2 * microbatch; }
-int gradient_tag(int microbatch) { return 2 * microbatch + 1; }
-// An evaluation forward's activation: above every microbatch's (pipeline_config.microbatches
-// stays below 16000; MPI promises tags up to 32767).
-constexpr int kEvaluationTag = 32000;
+// Tags of the messages into virtual stage `stage` for a microbatch: its activation, and its
+// gradient coming back; an evaluation forward's activations above every training message's
+// (MPI promises tags up to 32767).
+constexpr int kEvaluationTag = 30000;
+int activation_tag(int stage, int microbatches, int microbatch) { return 2 * (stage * microbatches + microbatch); }
+int gradient_tag(int stage, int microbatches, int microbatch) {
+  return activation_tag(stage, microbatches, microbatch) + 1;
+}
 
 // sum += g, in f32 whatever g's dtype, in a buffer counted as gradients (the first g copied).
 void accumulate(Tensor& sum, const Tensor& g) {
@@ -83,8 +86,21 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
     sizes.emplace_back(name, p.numel());
     if (p.is_same(head_weight)) head = name;
   }
-  plan_ = plan_model_stages(chain, sizes, head, grid_.stages, options_.split_points);
-  const auto held_by = holders(chain, plan_, sizes);
+  const int chunks = options_.stages_per_rank;
+  ACC_CHECK(chunks == 1 || grid_.stages > 1, "pipeline_config.stages_per_rank: ", chunks, " chunks on a pipeline "
+            "of one rank would only send to itself; interleaving needs 2 or more stages");
+  plan_ = plan_model_stages(chain, sizes, head, grid_.stages * chunks, options_.split_points);
+  ACC_CHECK(2 * plan_.stages() * options_.microbatches <= kEvaluationTag, "pipeline_config.microbatches: ",
+            options_.microbatches, " microbatches through ", plan_.stages(), " stages are more messages per step than ",
+            "the tags can tell apart; use at most ", kEvaluationTag / (2 * plan_.stages()));
+  // The ranks (of the pipeline) holding each parameter: virtual stage k runs on rank k % stages.
+  std::map<std::string, std::vector<int>> held_by;
+  for (auto [name, virtual_stages] : holders(chain, plan_, sizes)) {
+    for (int& k : virtual_stages) k %= grid_.stages;
+    std::ranges::sort(virtual_stages);
+    virtual_stages.erase(std::unique(virtual_stages.begin(), virtual_stages.end()), virtual_stages.end());
+    held_by.emplace(name, std::move(virtual_stages));
+  }
   autograd::NoGradGuard no_grad;
   memory::CategoryScope category(memory::Category::parameters);
   std::map<std::vector<int>, std::shared_ptr<dist::ProcessGroup>> groups;  // by holders, made on every rank
@@ -165,24 +181,29 @@ models::ModelOutput PipelineModel::forward(const data::Batch& batch) {
   return training_step ? train_step(batch) : evaluate(batch);
 }
 
-Tensor PipelineModel::run_layers(Tensor x) {
-  const auto [begin, end] = plan_.layers[static_cast<size_t>(stage())];
+int PipelineModel::virtual_stage(int chunk) const { return chunk * grid_.stages + stage(); }
+
+Tensor PipelineModel::run_layers(Tensor x, int virtual_stage) {
+  const auto [begin, end] = plan_.layers[static_cast<size_t>(virtual_stage)];
   const nn::ModuleList& layers = lm_.layers();
   for (int64_t i = begin; i < end; ++i) x = layers[static_cast<size_t>(i)](x);
   return x;
 }
 
-Tensor PipelineModel::stage_output(const Microbatch& micro) {
-  Tensor x = run_layers(stage() == 0 ? lm_.embed(micro.batch["input_ids"]) : micro.input);
-  if (stage() != plan_.stages() - 1) return x;
+Tensor PipelineModel::stage_output(const Microbatch& micro, int chunk) {
+  const int k = virtual_stage(chunk);
+  Tensor x = run_layers(k == 0 ? lm_.embed(micro.batch["input_ids"]) : micro.input[static_cast<size_t>(chunk)], k);
+  if (k != plan_.stages() - 1) return x;
   return lm_.head_output(lm_.final_norm(x), micro.batch).loss;
 }
 
 void PipelineModel::run_forward(Microbatch& micro, const Action& action) {
-  const bool last = stage() == plan_.stages() - 1;
-  if (stage() > 0) {
-    micro.input = link_.recv(stage() - 1, activation_tag(micro.index));
-    micro.input.set_requires_grad(true);
+  const auto c = static_cast<size_t>(action.chunk);
+  const int k = virtual_stage(action.chunk), m = options_.microbatches, p = grid_.stages;
+  const bool last = k == plan_.stages() - 1;
+  if (k > 0) {
+    micro.input[c] = link_.recv((stage() + p - 1) % p, activation_tag(k, m, micro.index));
+    micro.input[c].set_requires_grad(true);
   }
   // With checkpointing the last stage computes its loss in the backward right away: its
   // forward would only be thrown away.
@@ -193,28 +214,31 @@ void PipelineModel::run_forward(Microbatch& micro, const Action& action) {
     profiler::Scope computing("pipeline.compute");
     if (options_.activation_checkpointing) {
       autograd::NoGradGuard no_grad;  // nothing kept but the input; the backward runs it again
-      out = stage_output(micro);
+      out = stage_output(micro, action.chunk);
     } else {
-      out = micro.output = stage_output(micro);
+      out = micro.output[c] = stage_output(micro, action.chunk);
     }
   }
   timeline_.record(action, start, Clock::now());
   if (last)
     step_loss_ += micro.weight * static_cast<double>(out.item());
   else
-    link_.send(out, stage() + 1, activation_tag(micro.index));
+    link_.send(out, (stage() + 1) % p, activation_tag(k + 1, m, micro.index));
 }
 
 void PipelineModel::run_backward(Microbatch& micro, const Action& action, std::vector<Tensor>& grads) {
-  const bool first = stage() == 0, last = stage() == plan_.stages() - 1;
-  const Tensor received = last ? Tensor() : link_.recv(stage() + 1, gradient_tag(micro.index));
+  const auto c = static_cast<size_t>(action.chunk);
+  const int k = virtual_stage(action.chunk), m = options_.microbatches, p = grid_.stages;
+  const bool first = k == 0, last = k == plan_.stages() - 1;
+  const Tensor received = last ? Tensor() : link_.recv((stage() + 1) % p, gradient_tag(k, m, micro.index));
   const auto start = Clock::now();
   std::optional<profiler::Scope> computing(std::in_place, "pipeline.compute");
   if (options_.activation_checkpointing) {
-    micro.output = stage_output(micro);
-    if (last) step_loss_ += micro.weight * static_cast<double>(micro.output.item());
+    micro.output[c] = stage_output(micro, action.chunk);
+    if (last) step_loss_ += micro.weight * static_cast<double>(micro.output[c].item());
   }
-  const Tensor seed = last ? Tensor::from_vector({static_cast<float>(micro.weight)}, micro.output.shape()) : received;
+  const Tensor& output = micro.output[c];
+  const Tensor seed = last ? Tensor::from_vector({static_cast<float>(micro.weight)}, output.shape()) : received;
   std::vector<Tensor> inputs;
   std::vector<size_t> trained;  // the held parameter of each input
   for (size_t i = 0; i < held_.size(); ++i)
@@ -222,18 +246,18 @@ void PipelineModel::run_backward(Microbatch& micro, const Action& action, std::v
       inputs.push_back(held_[i].used());
       trained.push_back(i);
     }
-  if (!first) inputs.push_back(micro.input);
-  const std::vector<Tensor> got = autograd::grad(micro.output, seed, inputs);
-  for (size_t k = 0; k < trained.size(); ++k)
-    if (got[k].defined()) accumulate(grads[trained[k]], got[k]);
+  if (!first) inputs.push_back(micro.input[c]);
+  const std::vector<Tensor> got = autograd::grad(output, seed, inputs);
+  for (size_t i = 0; i < trained.size(); ++i)
+    if (got[i].defined()) accumulate(grads[trained[i]], got[i]);
   computing.reset();
   timeline_.record(action, start, Clock::now());
   if (!first) {
     const Tensor& dx = got.back();
-    link_.send(dx.defined() ? dx : Tensor::zeros(micro.input.shape(), micro.input.dtype()), stage() - 1,
-               gradient_tag(micro.index));
+    link_.send(dx.defined() ? dx : Tensor::zeros(micro.input[c].shape(), micro.input[c].dtype()), (stage() + p - 1) % p,
+               gradient_tag(k - 1, m, micro.index));
   }
-  micro.input = micro.output = Tensor();  // its activations go now
+  micro.input[c] = micro.output[c] = Tensor();  // its activations go now
 }
 
 models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
@@ -250,10 +274,13 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
     mb.index = static_cast<int>(j);
     for (const auto& [name, t] : batch.tensors()) mb.batch.set(name, t.narrow(j * (rows / m), rows / m).clone());
     mb.weight = static_cast<double>(counted_labels(mb.batch["labels"])) / total;
+    mb.input.resize(static_cast<size_t>(options_.stages_per_rank));
+    mb.output.resize(static_cast<size_t>(options_.stages_per_rank));
   }
   std::vector<Tensor> grads(held_.size());  // whole, f32, summed over the microbatches
   const auto schedule_start = Clock::now();
-  for (const Action& a : stage_actions(options_.schedule, stage(), plan_.stages(), static_cast<int>(m))) {
+  for (const Action& a : stage_actions(options_.schedule, stage(), grid_.stages, static_cast<int>(m),
+                                      options_.stages_per_rank)) {
     Microbatch& mb = micro[static_cast<size_t>(a.microbatch)];
     if (mb.weight == 0) continue;  // no label counts here, on any stage: nothing to add
     if (a.kind == Action::Kind::forward)
@@ -278,7 +305,7 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
   for (size_t i = 0; i < held_.size(); ++i)
     if (grads[i].defined() && held_[i].master.requires_grad()) gradients.emplace_back(held_[i].master, grads[i]);
   // The batch's loss on every rank: the mean of the replicas' last stages'.
-  Tensor loss = Tensor::from_vector({stage() == plan_.stages() - 1 ? static_cast<float>(step_loss_) : 0.f}, {1});
+  Tensor loss = Tensor::from_vector({stage() == grid_.stages - 1 ? static_cast<float>(step_loss_) : 0.f}, {1});
   world_->all_reduce(loss);
   loss = Tensor::from_vector({loss.item() / static_cast<float>(grid_.replicas)}, {});
   timeline_.end_step(world_->rank());
@@ -287,21 +314,24 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
 
 models::ModelOutput PipelineModel::evaluate(const data::Batch& batch) {
   autograd::NoGradGuard no_grad;
-  const bool first = stage() == 0, last = stage() == plan_.stages() - 1;
-  Tensor x = first ? lm_.embed(batch["input_ids"]) : link_.recv(stage() - 1, kEvaluationTag);
-  x = run_layers(x);
+  const int p = grid_.stages;
   models::ModelOutput out;
-  if (last)
-    out = lm_.head_output(lm_.final_norm(x), batch);
-  else
-    link_.send(x, stage() + 1, kEvaluationTag);
+  for (int c = 0; c < options_.stages_per_rank; ++c) {  // round the ranks once per chunk
+    const int k = virtual_stage(c);
+    Tensor x = k == 0 ? lm_.embed(batch["input_ids"]) : link_.recv((stage() + p - 1) % p, kEvaluationTag + k);
+    x = run_layers(x, k);
+    if (k == plan_.stages() - 1)
+      out = lm_.head_output(lm_.final_norm(x), batch);
+    else
+      link_.send(x, (stage() + 1) % p, kEvaluationTag + k + 1);
+  }
   link_.flush();
   return share_output(out);
 }
 
 models::ModelOutput PipelineModel::share_output(const models::ModelOutput& out) {
-  // What the last stage has: [logits?, loss?, dtype, rank, dims...].
-  const int last = plan_.stages() - 1;
+  // What the last stage (on the pipeline's last rank) has: [logits?, loss?, dtype, rank, dims...].
+  const int last = grid_.stages - 1;
   std::vector<int64_t> header(9, 0);
   if (stage() == last) {
     header[0] = out.logits.defined();

@@ -41,7 +41,7 @@ class PipelineModel : public ShardedModel {
   // The default pieces, a tied parameter's marked as held by each of its stages.
   std::vector<ParameterPiece> parameter_pieces() const override;
 
-  int stage() const { return grid_.stage; }
+  int stage() const { return grid_.stage; }  // this rank's place in the pipeline
 
  private:
   struct Microbatch;
@@ -52,11 +52,13 @@ class PipelineModel : public ShardedModel {
   // the timeline.
   void run_forward(Microbatch& micro, const Action& action);
   void run_backward(Microbatch& micro, const Action& action, std::vector<Tensor>& grads);
-  // The stage's part of the model on a microbatch: from its input (or the embedding of its ids)
+  // The virtual stage of this rank's chunk c (c * stages + stage; one chunk unless interleaved).
+  int virtual_stage(int chunk) const;
+  // A chunk's part of the model on a microbatch: from its input (or the embedding of its ids)
   // through the stage's layers, and on the last stage to its loss.
-  Tensor stage_output(const Microbatch& micro);
-  // The stage's layers on x.
-  Tensor run_layers(Tensor x);
+  Tensor stage_output(const Microbatch& micro, int chunk);
+  // The layers of a virtual stage on x.
+  Tensor run_layers(Tensor x, int virtual_stage);
   // The last stage's output sent to every rank.
   models::ModelOutput share_output(const models::ModelOutput& out);
 

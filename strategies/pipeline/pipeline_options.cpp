@@ -9,14 +9,19 @@ OptionSection option_section() {
       .strategies = {kStrategy},
       .options =
           {
-              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = {"GPipe", "1F1B"},
+              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = {"GPipe", "1F1B", "interleaved_1F1B"},
                .help = "order of each stage's microbatch forwards and backwards: GPipe (all forwards, then all "
-                       "backwards) or 1F1B (one forward, one backward: fewer activations held)",
+                       "backwards), 1F1B (one forward, one backward: fewer activations held), interleaved_1F1B "
+                       "(1F1B over stages_per_rank chunks per rank: a smaller bubble)",
                .question = "Pipeline schedule?"},
               {.key = "stages", .type = T::integer, .default_value = "0", .min = 0,
                .help = "pipeline stages (0: one per process); with fewer, each stage runs on processes / stages "
                        "ranks that see different data and shard the stage's parameters (pipeline x fsdp)",
                .question = "Pipeline: stages (0: one per process)?"},
+              {.key = "stages_per_rank", .type = T::integer, .default_value = "1", .min = 1,
+               .help = "chunks of the model each pipeline rank holds (virtual stages c * stages + rank); 2 or more "
+                       "with schedule interleaved_1F1B",
+               .question = "Pipeline: stages per rank (2+ for interleaved_1F1B)?"},
               {.key = "microbatches", .type = T::integer, .default_value = "4", .min = 1, .max = 15999,
                .help = "microbatches each batch is cut into (by rows; must divide the batch): more shrink the "
                        "bubble, (stages - 1) / (microbatches + stages - 1) of a step",
@@ -39,6 +44,7 @@ PipelineOptions read_options(const Config& config) {
   const OptionValues v = config.section(kSection);
   return {.schedule = parse_schedule(v.text("schedule")),
           .stages = static_cast<int>(v.integer("stages")),
+          .stages_per_rank = static_cast<int>(v.integer("stages_per_rank")),
           .microbatches = static_cast<int>(v.integer("microbatches")),
           .split_points = v.texts("split_points"),
           .activation_checkpointing = v.boolean("activation_checkpointing"),

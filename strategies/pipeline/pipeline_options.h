@@ -18,6 +18,7 @@ OptionSection option_section();
 struct PipelineOptions {
   Schedule schedule = Schedule::one_f_one_b;
   int stages = 0;  // 0: one per rank
+  int stages_per_rank = 1;  // chunks of the model per rank (interleaved_1F1B)
   int microbatches = 4;
   std::vector<std::string> split_points{};  // layer names where a stage begins; ["auto"]: balanced
   bool activation_checkpointing = false;

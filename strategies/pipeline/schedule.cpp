@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <tuple>
 
 #include "acc/util/error.h"
 
@@ -12,17 +14,57 @@ Schedule parse_schedule(const std::string& name) {
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (upper == "GPIPE") return Schedule::gpipe;
   if (upper == "1F1B") return Schedule::one_f_one_b;
-  ACC_FAIL("pipeline_config.schedule: '", name, "' is no schedule; expected GPipe or 1F1B");
+  if (upper == "INTERLEAVED_1F1B") return Schedule::interleaved_1f1b;
+  ACC_FAIL("pipeline_config.schedule: '", name, "' is no schedule; expected GPipe, 1F1B or interleaved_1F1B");
 }
 
-std::string to_string(Schedule schedule) { return schedule == Schedule::gpipe ? "GPipe" : "1F1B"; }
+std::string to_string(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::gpipe: return "GPipe";
+    case Schedule::one_f_one_b: return "1F1B";
+    case Schedule::interleaved_1f1b: return "interleaved_1F1B";
+  }
+  return "?";
+}
 
-std::vector<Action> stage_actions(Schedule schedule, int stage, int stages, int microbatches) {
-  ACC_CHECK(stage >= 0 && stage < stages && microbatches >= 1, "pipeline: stage ", stage, " of ", stages, " with ",
+namespace {
+
+using K = Action::Kind;
+
+// The interleaved order: the k-th forward (or backward) of rank `rank` runs microbatch
+// (k / (p v)) p + k % p on chunk (k % (p v)) / p, backwards on the chunks in reverse.
+Action interleaved(int k, bool forward, int ranks, int chunks) {
+  const int group = k / (ranks * chunks), within = k % (ranks * chunks);
+  int chunk = within / ranks;
+  if (!forward) chunk = chunks - 1 - chunk;
+  return {forward ? K::forward : K::backward, group * ranks + within % ranks, chunk};
+}
+
+}  // namespace
+
+std::vector<Action> stage_actions(Schedule schedule, int rank, int ranks, int microbatches, int chunks) {
+  ACC_CHECK(rank >= 0 && rank < ranks && microbatches >= 1, "pipeline: rank ", rank, " of ", ranks, " with ",
             microbatches, " microbatches");
-  using K = Action::Kind;
   std::vector<Action> out;
-  const int ahead = schedule == Schedule::gpipe ? microbatches : std::min(stages - 1 - stage, microbatches);
+  if (schedule == Schedule::interleaved_1f1b) {
+    ACC_CHECK(chunks >= 2, "pipeline_config.schedule: interleaved_1F1B needs pipeline_config.stages_per_rank >= 2, "
+              "got ", chunks);
+    ACC_CHECK(microbatches % ranks == 0, "pipeline_config.microbatches: interleaved_1F1B goes through the stages in "
+              "groups of the ", ranks, " pipeline ranks; ", microbatches, " microbatches are not a multiple of ", ranks);
+    const int total = microbatches * chunks;
+    const int ahead = std::min(total, (ranks - rank - 1) * 2 + (chunks - 1) * ranks);
+    int forwards = 0, backwards = 0;
+    for (; forwards < ahead; ++forwards) out.push_back(interleaved(forwards, true, ranks, chunks));
+    for (; forwards < total; ++forwards, ++backwards) {
+      out.push_back(interleaved(forwards, true, ranks, chunks));
+      out.push_back(interleaved(backwards, false, ranks, chunks));
+    }
+    for (; backwards < total; ++backwards) out.push_back(interleaved(backwards, false, ranks, chunks));
+    return out;
+  }
+  ACC_CHECK(chunks == 1, "pipeline_config.stages_per_rank: ", chunks, " stages per rank need schedule "
+            "interleaved_1F1B; ", to_string(schedule), " runs one stage per rank");
+  const int ahead = schedule == Schedule::gpipe ? microbatches : std::min(ranks - 1 - rank, microbatches);
   int forwards = 0, backwards = 0;
   for (; forwards < ahead; ++forwards) out.push_back({K::forward, forwards});
   for (; forwards < microbatches; ++forwards, ++backwards) {
@@ -36,10 +78,56 @@ std::vector<Action> stage_actions(Schedule schedule, int stage, int stages, int 
 int peak_in_flight(const std::vector<Action>& actions) {
   int now = 0, peak = 0;
   for (const Action& a : actions) {
-    now += a.kind == Action::Kind::forward ? 1 : -1;
+    now += a.kind == K::forward ? 1 : -1;
     peak = std::max(peak, now);
   }
   return peak;
+}
+
+Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks) {
+  const int stages = ranks * chunks;
+  std::vector<std::vector<Action>> orders;
+  for (int r = 0; r < ranks; ++r) orders.push_back(stage_actions(schedule, r, ranks, microbatches, chunks));
+  // When each (kind, virtual stage, microbatch) finished; a rank runs its next action once the
+  // one it waits for has.
+  std::map<std::tuple<K, int, int>, double> done;
+  std::vector<size_t> next(static_cast<size_t>(ranks), 0);
+  std::vector<double> free_at(static_cast<size_t>(ranks), 0), busy(static_cast<size_t>(ranks), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < ranks; ++r) {
+      auto& at = next[static_cast<size_t>(r)];
+      while (at < orders[static_cast<size_t>(r)].size()) {
+        const Action& a = orders[static_cast<size_t>(r)][at];
+        const int s = a.chunk * ranks + r;
+        const bool forward = a.kind == K::forward;
+        double ready = free_at[static_cast<size_t>(r)];
+        if (forward ? s > 0 : s < stages - 1) {  // the input from the neighbouring stage
+          const auto it = done.find({a.kind, forward ? s - 1 : s + 1, a.microbatch});
+          if (it == done.end()) break;
+          ready = std::max(ready, it->second);
+        }
+        const double cost = forward ? 1.0 : 2.0;
+        done[{a.kind, s, a.microbatch}] = free_at[static_cast<size_t>(r)] = ready + cost;
+        busy[static_cast<size_t>(r)] += cost;
+        ++at;
+        progress = true;
+      }
+    }
+  }
+  Simulation out;
+  for (int r = 0; r < ranks; ++r) {
+    const auto& order = orders[static_cast<size_t>(r)];
+    const size_t at = next[static_cast<size_t>(r)];
+    ACC_CHECK(at == order.size(), "pipeline: ", to_string(schedule), " deadlocks: rank ", r, " waits forever at its ",
+              order[at].kind == K::forward ? "forward" : "backward", " of microbatch ", order[at].microbatch,
+              " (chunk ", order[at].chunk, ")");
+    out.step = std::max(out.step, free_at[static_cast<size_t>(r)]);
+  }
+  double idle = 0;
+  for (int r = 0; r < ranks; ++r) idle += 1.0 - busy[static_cast<size_t>(r)] / out.step;
+  out.idle_share = idle / ranks;
+  return out;
 }
 
 }  // namespace acc::pipeline

@@ -1,34 +1,51 @@
 #pragma once
-// Pipeline schedules: the order in which one stage runs the forwards and backwards of a step's
-// microbatches. A stage's forward of microbatch j waits for the stage before it; its backward
-// of j for the stage after it. Sends never block, so any order each stage follows that is
-// consistent with those waits finishes.
+// Pipeline schedules: the order in which one rank runs the forwards and backwards of a step's
+// microbatches on its stages. A rank holds `chunks` stages of the model (virtual stages
+// c * ranks + rank, c < chunks: more than one only when interleaved). A virtual stage's forward
+// of microbatch j waits for the virtual stage before it; its backward of j for the one after
+// it. Sends never block, so an order each rank follows that is consistent with those waits
+// finishes (simulate() checks it).
 //
-//   GPipe: every forward, then every backward: m microbatches' activations in flight at once.
-//   1F1B:  stage s of p runs min(p - 1 - s, m) forwards ahead, then alternates one forward and
-//          one backward, then drains: at most p - s microbatches in flight on stage s, the same
-//          bubble, (p - 1) / (m + p - 1) of the step, as GPipe.
+//   GPipe:  every forward, then every backward: m microbatches' activations in flight at once.
+//   1F1B:   rank r of p runs min(p - 1 - r, m) forwards ahead, then alternates one forward and
+//           one backward, then drains: at most p - r microbatches in flight on rank r, the
+//           same bubble, (p - 1) / (m + p - 1) of the step, as GPipe.
+//   interleaved 1F1B (Narayanan et al., 2021): each rank holds v chunks; microbatches go
+//           through the chunks in groups of p, (p - r - 1) * 2 + (v - 1) * p forwards ahead,
+//           then one forward and one backward in turn. The bubble shrinks about v-fold; the
+//           activations in flight grow a little, and every microbatch crosses ranks v times.
 #include <string>
 #include <vector>
 
 namespace acc::pipeline {
 
-enum class Schedule { gpipe, one_f_one_b };
-Schedule parse_schedule(const std::string& name);  // "GPipe", "1F1B" (any case)
+enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
+Schedule parse_schedule(const std::string& name);  // "GPipe", "1F1B", "interleaved_1F1B" (any case)
 std::string to_string(Schedule schedule);
 
 struct Action {
   enum class Kind { forward, backward };
   Kind kind = Kind::forward;
   int microbatch = 0;
+  int chunk = 0;  // which of the rank's stages: virtual stage chunk * ranks + rank
   bool operator==(const Action&) const = default;
 };
 
-// What stage `stage` of `stages` runs in one step of `microbatches` microbatches, in order.
-std::vector<Action> stage_actions(Schedule schedule, int stage, int stages, int microbatches);
+// What rank `rank` of `ranks` runs in one step of `microbatches` microbatches over its
+// `chunks` stages, in order. Interleaved needs chunks >= 2 and microbatches a multiple of
+// ranks; the others one chunk (errors name the keys).
+std::vector<Action> stage_actions(Schedule schedule, int rank, int ranks, int microbatches, int chunks = 1);
 
-// The most microbatches whose forward a stage has run and whose backward it has not, at once,
-// in `actions`: how many sets of activations it holds.
+// The most microbatches whose forward a rank has run and whose backward it has not, at once,
+// in `actions`, over all its chunks: how many sets of activations it holds.
 int peak_in_flight(const std::vector<Action>& actions);
+
+// Every rank's actions run with a forward taking 1 and a backward 2 units of time, each as
+// soon as its rank is free and its input has arrived: the step's length and the mean share of
+// it the ranks are idle. Throws naming the rank and action when the orders deadlock.
+struct Simulation {
+  double step = 0, idle_share = 0;
+};
+Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks = 1);
 
 }  // namespace acc::pipeline

@@ -116,7 +116,7 @@ data::DataLoader global_loader(const std::string& kind, int64_t steps, int64_t g
 
 std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed) {
   if (kind == "mlp") return std::make_shared<models::MLPClassifier>(kSide * kSide, 48, 10, seed);
-  const int64_t layers = kind.ends_with("_deep") ? 5 : 2;
+  const int64_t layers = kind.ends_with("_deep") ? 5 : kind.ends_with("_deeper") ? 9 : 2;
   if (kind.starts_with("gpt2")) {
     auto c = models::GPT2Config::tiny();
     c.vocab_size = kVocab;
@@ -126,7 +126,8 @@ std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed
     c.n_positions = kSeq;
     return std::make_shared<models::GPT2>(c, seed);
   }
-  ACC_CHECK(kind == "llama" || kind == "llama_odd_vocab" || kind == "llama_deep", "make_model: unknown kind ", kind);
+  ACC_CHECK(kind == "llama" || kind == "llama_odd_vocab" || kind == "llama_deep" || kind == "llama_deeper",
+            "make_model: unknown kind ", kind);
   auto c = models::LlamaConfig::tiny();
   c.vocab_size = kind == "llama_odd_vocab" ? kVocab + 3 : kVocab;  // odd: splits over ranks unevenly
   c.num_hidden_layers = layers;

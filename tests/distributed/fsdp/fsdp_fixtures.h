@@ -11,7 +11,7 @@
 namespace acc::test {
 
 // "mlp", "gpt2", "llama" ("llama_odd_vocab": 3 more tokens, 515): the tiny architectures (tied head, GQA, pre-norm blocks) at 64 wide,
-// 2 layers and a 512-token vocabulary ("gpt2_deep", "llama_deep": 5 layers, for pipelines). At tiny's own size (50257-token vocabulary) one case
+// 2 layers and a 512-token vocabulary ("gpt2_deep", "llama_deep": 5 layers, "_deeper": 9, for pipelines). At tiny's own size (50257-token vocabulary) one case
 // takes 5-9 s at 4 oversubscribed ranks, 2.5 minutes for the suite; the engine's paths are
 // the same.
 std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed = 0);

@@ -75,6 +75,24 @@ INSTANTIATE_TEST_SUITE_P(TwoReplicas, PipelineGrid,
                                   std::to_string(std::get<2>(info.param));
                          });
 
+// Interleaved 1F1B: each rank holds 2 chunks of the model (virtual stages rank and rank + p)
+// of 9 layers; the microbatches go round the ranks twice. Needs 2 or more pipeline ranks.
+TEST(Pipeline, InterleavedTrainsAsOneProcess) {
+  if (world().size() == 1) {
+    Config config = pipeline_config("interleaved_1F1B", 4);
+    config.section("pipeline_config").set("stages_per_rank", "2");
+    expect_contains(error_of([&] { run_accelerated("gpt2_deeper", config, 1, kGlobalBatch); }),
+                    {"pipeline_config.stages_per_rank", "interleaving needs 2 or more stages"});
+    return;
+  }
+  for (const std::string kind : {"gpt2_deeper", "llama_deeper"}) {
+    SCOPED_TRACE(kind);
+    Config config = pipeline_config("interleaved_1F1B", world().size() == 2 ? 4 : 8);
+    config.section("pipeline_config").set("stages_per_rank", "2");
+    expect_same_run(run_accelerated(kind, config, kSteps, kGlobalBatch), run_single_process(kind, kSteps, kGlobalBatch));
+  }
+}
+
 // Each stage keeps only its inputs and recomputes its forward in the backward: the same steps.
 TEST(Pipeline, ActivationCheckpointingTrainsAsOneProcess) {
   for (const std::string schedule : {"1F1B", "GPipe"}) {

@@ -3,6 +3,7 @@
 // microbatch forwards and backwards (how many activations each stage holds at once).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 
 #include "pipeline/schedule.h"
@@ -106,11 +107,49 @@ TEST(Schedules, OneFOneBHoldsAtMostTheStagesAfterIt) {
                                  {K::forward, 3}, {K::backward, 2}, {K::backward, 3}}));
 }
 
-TEST(Schedules, NamesParse) {
+// Every (kind, stage, microbatch) once per virtual stage of the rank, each forward before its
+// backward.
+void expect_complete_chunks(const std::vector<Action>& actions, int microbatches, int chunks) {
+  std::map<std::pair<int, int>, int> state;
+  for (const Action& a : actions) {
+    int& s = state[{a.chunk, a.microbatch}];
+    EXPECT_EQ(s, a.kind == K::forward ? 0 : 1) << "chunk " << a.chunk << " microbatch " << a.microbatch;
+    ++s;
+  }
+  EXPECT_EQ(state.size(), static_cast<size_t>(microbatches * chunks));
+  for (const auto& [_, s] : state) EXPECT_EQ(s, 2);
+}
+
+// Unit-time runs of every rank's order (forward 1, backward 2): no order deadlocks, GPipe's and
+// 1F1B's idle share is the formula (p - 1) / (m + p - 1) exactly, and interleaving v chunks
+// per rank shrinks it to (p - 1) / (v m + p - 1).
+TEST(Schedules, SimulatedBubblesMatchTheFormulaAndInterleavingShrinksThem) {
+  for (int p : {2, 4})
+    for (int m : {4, 8}) {
+      const double formula = static_cast<double>(p - 1) / (m + p - 1);
+      EXPECT_NEAR(simulate(Schedule::gpipe, p, m).idle_share, formula, 1e-12) << p << " ranks, " << m;
+      EXPECT_NEAR(simulate(Schedule::one_f_one_b, p, m).idle_share, formula, 1e-12) << p << " ranks, " << m;
+      for (int v : {2, 3}) {
+        for (int r = 0; r < p; ++r) expect_complete_chunks(stage_actions(Schedule::interleaved_1f1b, r, p, m, v), m, v);
+        EXPECT_NEAR(simulate(Schedule::interleaved_1f1b, p, m, v).idle_share,
+                    static_cast<double>(p - 1) / (v * m + p - 1), 1e-12)
+            << p << " ranks, " << m << " microbatches, " << v << " chunks";
+      }
+    }
+}
+
+TEST(Schedules, NamesAndShapesAreChecked) {
   EXPECT_EQ(parse_schedule("gpipe"), Schedule::gpipe);
   EXPECT_EQ(parse_schedule("1f1b"), Schedule::one_f_one_b);
+  EXPECT_EQ(parse_schedule("Interleaved_1F1B"), Schedule::interleaved_1f1b);
   test::expect_contains(test::error_of([] { parse_schedule("zigzag"); }),
-                        {"pipeline_config.schedule", "'zigzag'", "GPipe or 1F1B"});
+                        {"pipeline_config.schedule", "'zigzag'", "GPipe, 1F1B or interleaved_1F1B"});
+  test::expect_contains(test::error_of([] { stage_actions(Schedule::interleaved_1f1b, 0, 2, 4, 1); }),
+                        {"interleaved_1F1B needs pipeline_config.stages_per_rank >= 2"});
+  test::expect_contains(test::error_of([] { stage_actions(Schedule::interleaved_1f1b, 0, 4, 6, 2); }),
+                        {"pipeline_config.microbatches", "6 microbatches are not a multiple of 4"});
+  test::expect_contains(test::error_of([] { stage_actions(Schedule::one_f_one_b, 0, 2, 4, 2); }),
+                        {"pipeline_config.stages_per_rank", "need schedule interleaved_1F1B"});
 }
 
 }  // namespace
