@@ -104,7 +104,6 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   autograd::NoGradGuard no_grad;
   memory::CategoryScope category(memory::Category::parameters);
   std::map<std::vector<int>, std::shared_ptr<dist::ProcessGroup>> groups;  // by holders, made on every rank
-  std::vector<Tensor> values;  // f32, whole: what the shards start from
   for (const auto& [name, p] : all) {
     const std::vector<int>& stages = held_by.at(name);
     const bool mine = std::ranges::find(stages, stage()) != stages.end();
