@@ -66,8 +66,8 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     m.gradients = 4 * whole + (replicas > 1 ? 4 * mine : 0);
     // With replicas the whole stage is gathered for the step.
     if (replicas > 1) m.gathered = (w.bf16 ? 2 : 4) * whole;
-    // Walking this rank's actions: what the schedule holds (checkpointing: each input, nothing on
-    // the last stage) plus what the action running makes for a while: the loss's chunk of
+    // Walking this rank's actions: what the schedule holds plus what the action running makes
+    // for a while: the loss's chunk of
     // logits (and the hidden states in bf16) in the last stage's forward; in a backward the
     // chunk's forward again under checkpointing, a block's backward (its largest weight's
     // gradient and a few [T, C] ones) and at the first stage the embedding's weight gradient
@@ -79,10 +79,12 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     for (const Action& a : stage_actions(o.schedule, r, stages, o.microbatches, chunks)) {
       const int k = a.chunk * stages + r;
       const bool last = k == virtual_stages - 1;
-      const double kept = o.activation_checkpointing ? (last ? 0.0 : 4 * tokens * C) : saved(k);
+      // Checkpointing keeps the received input (the first stage embeds its ids again) and runs
+      // nothing in the last stage's forward.
+      const double kept = o.activation_checkpointing ? (k == 0 ? 0.0 : 4 * tokens * C) : saved(k);
       if (a.kind == Action::Kind::forward) {
         held += kept;
-        peak = std::max(peak, held + (last ? loss : 0.0));
+        peak = std::max(peak, held + (last && !o.activation_checkpointing ? loss : 0.0));
       } else {
         const double running = (o.activation_checkpointing ? saved(k) + (last ? loss : 0.0) : 0.0) +
                                std::max(block_backward, k == 0 ? 4 * V * C : 0.0);

@@ -90,6 +90,8 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   ACC_CHECK(chunks == 1 || grid_.stages > 1, "pipeline_config.stages_per_rank: ", chunks, " chunks on a pipeline "
             "of one rank would only send to itself; interleaving needs 2 or more stages");
   plan_ = plan_model_stages(chain, sizes, head, grid_.stages * chunks, options_.split_points);
+  stage_actions(options_.schedule, stage(), grid_.stages, options_.microbatches, chunks);  // its errors now, not at
+                                                                                          // the first step
   ACC_CHECK(2 * plan_.stages() * options_.microbatches <= kEvaluationTag, "pipeline_config.microbatches: ",
             options_.microbatches, " microbatches through ", plan_.stages(), " stages are more messages per step than ",
             "the tags can tell apart; use at most ", kEvaluationTag / (2 * plan_.stages()));
@@ -105,15 +107,15 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   memory::CategoryScope category(memory::Category::parameters);
   std::map<std::vector<int>, std::shared_ptr<dist::ProcessGroup>> groups;  // by holders, made on every rank
   for (const auto& [name, p] : all) {
-    const std::vector<int>& stages = held_by.at(name);
-    const bool mine = std::ranges::find(stages, stage()) != stages.end();
-    if (stages.size() > 1 && !groups.count(stages))  // the holders of one replica
-      groups[stages] = world_->split(mine ? grid_.replica : -1, 0, "pipeline tied " + name);
+    const std::vector<int>& ranks = held_by.at(name);  // of the pipeline
+    const bool mine = std::ranges::find(ranks, stage()) != ranks.end();
+    if (ranks.size() > 1 && !groups.count(ranks))  // the holders of one replica
+      groups[ranks] = world_->split(mine ? grid_.replica : -1, 0, "pipeline tied " + name);
     if (!mine) {  // its shape stays (whole_parameter_shapes, FLOPs), its memory goes
       module().replace_parameter(name, Tensor::unallocated(p.shape(), p.dtype()));
       continue;
     }
-    Held held{.name = name, .shape = p.shape(), .master = p, .holders = static_cast<int>(stages.size())};
+    Held held{.name = name, .shape = p.shape(), .master = p, .holders = static_cast<int>(ranks.size())};
     if (nn::is_deferred(p)) {
       Tensor whole = Tensor::empty(p.shape(), p.dtype());
       nn::fill_part(p, 0, p.numel(), whole.data<float>());
@@ -124,7 +126,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       module().replace_parameter(name, held.master.to(DType::bf16));
       held.compute = module().parameter(name);
     }
-    if (stages.size() > 1) held.group = groups.at(stages);
+    if (ranks.size() > 1) held.group = groups.at(ranks);
     held_.push_back(std::move(held));
   }
   if (options_.bf16) module().set_compute_dtype(DType::bf16);
@@ -246,7 +248,9 @@ void PipelineModel::run_backward(Microbatch& micro, const Action& action, std::v
       trained.push_back(i);
     }
   if (!first) inputs.push_back(micro.input[c]);
-  const std::vector<Tensor> got = autograd::grad(output, seed, inputs);
+  // A first stage whose parameters are all frozen has nothing to differentiate.
+  const std::vector<Tensor> got =
+      output.requires_grad() ? autograd::grad(output, seed, inputs) : std::vector<Tensor>(inputs.size());
   for (size_t i = 0; i < trained.size(); ++i)
     if (got[i].defined()) accumulate(grads[trained[i]], got[i]);
   computing.reset();

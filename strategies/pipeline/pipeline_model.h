@@ -6,9 +6,10 @@
 // runs the whole step: the batch cut into microbatches by rows, each stage running their
 // forwards and backwards in the schedule's order, activations sent to the next stage and their
 // gradients back to the one before; it returns ShardedModel::own_step, so the user's
-// loss.backward() and optimizer step are the usual ones. Every rank returns the same loss.
-// Any other forward (evaluation, generation without summon) runs the stages once on the whole
-// batch and gives every rank the last stage's output.
+// loss.backward() and optimizer step are the usual ones. Every rank returns the same loss (with
+// replicas, the mean of theirs). Any other forward (evaluation, generation without summon) runs
+// the stages once on the whole batch and gives every rank of the pipeline the last stage's
+// output (with replicas, each replica its own batch's, as data-parallel ranks do).
 //
 // Under bf16 compute the module computes with a bf16 copy of each held parameter, which the
 // optimizer writes with the f32 master; gradients are summed over microbatches in f32. With

@@ -22,9 +22,9 @@ OptionSection option_section() {
                .help = "chunks of the model each pipeline rank holds (virtual stages c * stages + rank); 2 or more "
                        "with schedule interleaved_1F1B",
                .question = "Pipeline: stages per rank (2+ for interleaved_1F1B)?"},
-              {.key = "microbatches", .type = T::integer, .default_value = "4", .min = 1, .max = 15999,
+              {.key = "microbatches", .type = T::integer, .default_value = "4", .min = 1,
                .help = "microbatches each batch is cut into (by rows; must divide the batch): more shrink the "
-                       "bubble, (stages - 1) / (microbatches + stages - 1) of a step",
+                       "bubble, (stages - 1) / (microbatches + stages - 1) of a step (at most 15000 / stages)",
                .question = "Pipeline: microbatches per batch?"},
               {.key = "split_points", .type = T::name_list, .default_value = "auto",
                .help = "auto (stages balanced by the parameters each computes with), or the layer names where "

@@ -1,5 +1,6 @@
 // The PIPELINE strategy plugin: its section (pipeline_config:) and the strategy, which cuts a
-// causal LM into one stage per rank (pipeline_model.h).
+// causal LM into stages over the ranks, each on one rank or on several replicas
+// (pipeline_model.h).
 #include <memory>
 
 #include "acc/plugin/plugin_api.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Tensors between neighbouring pipeline stages over the world group's point to point: each
+// Tensors between neighbouring pipeline stages over a pipeline group's point to point: each
 // message is a small header (dtype and shape) then the data, so the receiver needs to know
 // neither. Sends are asynchronous (a stage never waits for its neighbour to take an
 // activation); receives wait, under the backend's timeout.

@@ -14,15 +14,15 @@ StageShards::StageShards(std::vector<Tensor> whole, const std::vector<Tensor>& v
     : whole_(std::move(whole)), group_(std::move(group)) {
   const int64_t f = group_->size();
   for (const Tensor& t : whole_) {
-    chunk_.push_back((t.numel() + f - 1) / f);
+    per_rank_.push_back((t.numel() + f - 1) / f);
     offset_.push_back(block_);
-    block_ += chunk_.back();
+    block_ += per_rank_.back();
   }
   memory::CategoryScope category(memory::Category::parameters);
   shard_ = Tensor::zeros({block_});
   float* shard = shard_.data<float>();
   for (size_t i = 0; i < whole_.size(); ++i) {
-    const int64_t n = std::clamp<int64_t>(whole_[i].numel() - begin(i), 0, chunk_[i]);
+    const int64_t n = std::clamp<int64_t>(whole_[i].numel() - begin(i), 0, per_rank_[i]);
     std::memcpy(shard + offset_[i], values[i].data<float>() + begin(i), static_cast<size_t>(n) * sizeof(float));
     Tensor master = shard_.slice_flat(offset_[i], {n});
     master.set_requires_grad(whole_[i].requires_grad());
@@ -31,7 +31,7 @@ StageShards::StageShards(std::vector<Tensor> whole, const std::vector<Tensor>& v
 }
 
 int64_t StageShards::begin(size_t i) const {
-  return std::min(whole_[i].numel(), chunk_[i] * group_->rank());
+  return std::min(whole_[i].numel(), per_rank_[i] * group_->rank());
 }
 
 void StageShards::gather() {
@@ -44,7 +44,7 @@ void StageShards::gather() {
     Tensor& t = whole_[i];
     const int64_t n = t.numel();
     for (int r = 0; r < group_->size(); ++r) {
-      const int64_t at = chunk_[i] * r, count = std::clamp<int64_t>(n - at, 0, chunk_[i]);
+      const int64_t at = per_rank_[i] * r, count = std::clamp<int64_t>(n - at, 0, per_rank_[i]);
       if (count == 0) break;
       t.slice_flat(at, {count}).copy_(all.slice_flat(block_ * r + offset_[i], {count}));
     }
@@ -66,7 +66,7 @@ std::vector<Tensor> StageShards::reduce(const std::vector<Tensor>& grads) {
     const float* g = grads[i].data<float>();
     const int64_t n = grads[i].numel();
     for (int r = 0; r < ranks; ++r) {
-      const int64_t at = chunk_[i] * r, count = std::clamp<int64_t>(n - at, 0, chunk_[i]);
+      const int64_t at = per_rank_[i] * r, count = std::clamp<int64_t>(n - at, 0, per_rank_[i]);
       std::memcpy(to + block_ * r + offset_[i], g + at, static_cast<size_t>(count) * sizeof(float));
     }
   }

@@ -27,8 +27,6 @@ class StageShards {
   const Tensor& master(size_t i) const { return masters_[i]; }
   const Tensor& whole(size_t i) const { return whole_[i]; }
   int64_t begin(size_t i) const;
-  size_t size() const { return whole_.size(); }
-  int ranks() const { return group_->size(); }
 
   void gather();
   // The mean over the group of each rank's `grads` (whole, f32; undefined: zero), this rank's
@@ -38,7 +36,7 @@ class StageShards {
  private:
   std::vector<Tensor> whole_;
   std::shared_ptr<dist::ProcessGroup> group_;
-  std::vector<int64_t> chunk_, offset_;  // per parameter: elements per rank, place in a rank's block
+  std::vector<int64_t> per_rank_, offset_;  // per parameter: elements per rank, place in a rank's block
   int64_t block_ = 0;                    // a rank's block: every parameter's chunk
   Tensor shard_;                         // this rank's block, f32: the masters are views of it
   std::vector<Tensor> masters_;

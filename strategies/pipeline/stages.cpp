@@ -88,8 +88,8 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::string>& split_points) {
   const auto n = static_cast<int64_t>(chain.layers.size());
   ACC_CHECK(n > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
-  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process: "
-            "num_processes ", stages, ") but the model has only ", n, " layers (", layer_range(chain.layers),
+  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process, times "
+            "pipeline_config.stages_per_rank) but the model has only ", n, " layers (", layer_range(chain.layers),
             "); use at most ", n, " stages");
   std::vector<int64_t> split_at;
   const bool automatic = split_points.empty() || (split_points.size() == 1 && split_points[0] == "auto");

@@ -6,6 +6,7 @@
 // rank the last stage's logits.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <tuple>
 
 #include "acc/autograd/grad_mode.h"
@@ -164,6 +165,30 @@ TEST(Pipeline, EvaluationGivesEveryRankTheLogits) {
   EXPECT_EQ(got.logits.shape(), want.logits.shape());
   EXPECT_TRUE(all_close(got.logits.to_vector(), want.logits.to_vector(), kRtol, 1e-5f));
   EXPECT_NEAR(got.loss.item(), want.loss.item(), 1e-5);
+}
+
+// Fine-tuning the top of a model: with the embedding and the first layers frozen (the whole
+// first stage at 2 and 4 ranks), a step trains the rest and leaves them as they were.
+TEST(Pipeline, FrozenFirstStageTrainsTheRest) {
+  auto model = make_model("gpt2_deep");
+  std::map<std::string, std::vector<float>> start;
+  for (auto [name, p] : model->named_parameters()) {
+    start[name] = p.to_vector();
+    if (!name.starts_with("transformer.h.3") && !name.starts_with("transformer.h.4") &&
+        !name.starts_with("transformer.ln_f"))
+      p.set_requires_grad(false);  // wte, wpe and layers 0-2
+  }
+  auto [sharded, loader] = accelerate(model, data::DataLoader(make_dataset("gpt2", 8), {.batch_size = 8}),
+                                      pipeline_config("1F1B", 4));
+  optim::AdamW opt(sharded->param_groups(0.0), {.lr = 1e-2});
+  sharded->forward(*loader.begin()).loss.backward();
+  opt.step();
+  for (const auto& [name, value] : sharded->full_parameters()) {
+    const bool frozen = start.at(name) == value.to_vector();
+    EXPECT_EQ(frozen, !(name.starts_with("transformer.h.3") || name.starts_with("transformer.h.4") ||
+                        name.starts_with("transformer.ln_f")))
+        << name;
+  }
 }
 
 TEST(Pipeline, MicrobatchesThatDoNotDivideTheBatchAreAnError) {
