@@ -24,20 +24,14 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   const auto model = shape.deferred_model();
   auto* lm = dynamic_cast<models::CausalLM*>(model.get());
   if (!lm) return {};
-  const auto chain = model->structure().chain;
-  std::vector<std::pair<std::string, int64_t>> sizes;
-  std::string head;
-  for (const auto& [name, p] : model->named_parameters()) {
-    sizes.emplace_back(name, p.numel());
-    if (p.is_same(lm->head_weight())) head = name;
-  }
+  const ChainParameters parameters = chain_parameters(*lm);
   StagePlan plan;
   try {
-    plan = plan_model_stages(chain, sizes, head, virtual_stages, o.split_points);
+    plan = plan_model_stages(parameters.chain, parameters.sizes, parameters.head, virtual_stages, o.split_points);
   } catch (const Error&) {
     return {};  // split points that do not fit this model: the strategy says why when it runs
   }
-  const auto held_by = holders(chain, plan, sizes);
+  const auto held_by = rank_holders(holders(parameters.chain, plan, parameters.sizes), stages);
   const double tokens = static_cast<double>(rows / o.microbatches * w.seq);  // one microbatch's
   const auto C = static_cast<double>(shape.hidden), V = static_cast<double>(shape.vocab);
   const double block = estimate::block_bytes_per_token(shape, w.bf16);
@@ -55,8 +49,8 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   std::vector<estimate::Memory> out;
   for (int r = 0; r < stages; ++r) {
     int64_t whole = 0, mine = 0;  // the rank's parameter elements, and its share of them
-    for (const auto& [name, numel] : sizes)
-      if (std::ranges::any_of(held_by.at(name), [&](int k) { return k % stages == r; })) {
+    for (const auto& [name, numel] : parameters.sizes)
+      if (std::ranges::find(held_by.at(name), r) != held_by.at(name).end()) {
         whole += numel;
         mine += (numel + replicas - 1) / replicas;
       }

@@ -77,32 +77,19 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       pipe_(grid_.replicas == 1 ? world_ : world_->split(grid_.replica, grid_.stage, "pipeline")),
       link_(pipe_) {
   if (grid_.replicas > 1) fsdp_ = world_->split(grid_.stage, grid_.replica, "pipeline stage fsdp");
-  const models::Structure::Chain chain = module().structure().chain;
   const auto all = module().named_parameters();
-  std::vector<std::pair<std::string, int64_t>> sizes;
-  std::string head;
-  const Tensor head_weight = lm_.head_weight();
-  for (const auto& [name, p] : all) {
-    sizes.emplace_back(name, p.numel());
-    if (p.is_same(head_weight)) head = name;
-  }
+  const ChainParameters parameters = chain_parameters(lm_);
   const int chunks = options_.stages_per_rank;
   ACC_CHECK(chunks == 1 || grid_.stages > 1, "pipeline_config.stages_per_rank: ", chunks, " chunks on a pipeline "
             "of one rank would only send to itself; interleaving needs 2 or more stages");
-  plan_ = plan_model_stages(chain, sizes, head, grid_.stages * chunks, options_.split_points);
+  plan_ = plan_model_stages(parameters.chain, parameters.sizes, parameters.head, grid_.stages * chunks,
+                            options_.split_points);
   stage_actions(options_.schedule, stage(), grid_.stages, options_.microbatches, chunks);  // its errors now, not at
                                                                                           // the first step
   ACC_CHECK(2 * plan_.stages() * options_.microbatches <= kEvaluationTag, "pipeline_config.microbatches: ",
             options_.microbatches, " microbatches through ", plan_.stages(), " stages are more messages per step than ",
             "the tags can tell apart; use at most ", kEvaluationTag / (2 * plan_.stages()));
-  // The ranks (of the pipeline) holding each parameter: virtual stage k runs on rank k % stages.
-  std::map<std::string, std::vector<int>> held_by;
-  for (auto [name, virtual_stages] : holders(chain, plan_, sizes)) {
-    for (int& k : virtual_stages) k %= grid_.stages;
-    std::ranges::sort(virtual_stages);
-    virtual_stages.erase(std::unique(virtual_stages.begin(), virtual_stages.end()), virtual_stages.end());
-    held_by.emplace(name, std::move(virtual_stages));
-  }
+  const auto held_by = rank_holders(holders(parameters.chain, plan_, parameters.sizes), grid_.stages);
   autograd::NoGradGuard no_grad;
   memory::CategoryScope category(memory::Category::parameters);
   std::map<std::vector<int>, std::shared_ptr<dist::ProcessGroup>> groups;  // by holders, made on every rank

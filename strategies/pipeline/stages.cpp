@@ -118,6 +118,25 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
   return plan_stages(costs, 0, head, stages, split_at);
 }
 
+ChainParameters chain_parameters(models::CausalLM& lm) {
+  ChainParameters out{.chain = lm.structure().chain};
+  const Tensor head = lm.head_weight();
+  for (const auto& [name, p] : lm.named_parameters()) {
+    out.sizes.emplace_back(name, p.numel());
+    if (p.is_same(head)) out.head = name;
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<int>> rank_holders(std::map<std::string, std::vector<int>> stage_holders, int ranks) {
+  for (auto& [_, stages] : stage_holders) {
+    for (int& k : stages) k %= ranks;
+    std::ranges::sort(stages);
+    stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  }
+  return stage_holders;
+}
+
 std::map<std::string, std::vector<int>> holders(const models::Structure::Chain& chain, const StagePlan& plan,
                                                 const std::vector<std::pair<std::string, int64_t>>& parameters) {
   std::map<std::string, std::vector<int>> out;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "acc/models/model.h"
 #include "acc/models/structure.h"
 
 namespace acc::pipeline {
@@ -46,10 +47,21 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::string& head_weight, int stages,
                             const std::vector<std::string>& split_points);
 
+// A causal LM's parameters as a plan needs them: its chain, every parameter's name and element
+// count in order, and which one is the head's weight.
+struct ChainParameters {
+  models::Structure::Chain chain;
+  std::vector<std::pair<std::string, int64_t>> sizes;
+  std::string head;
+};
+ChainParameters chain_parameters(models::CausalLM& lm);
+
 // The stages (ascending) that hold each parameter: its layer's, the first for the embedding's,
 // the last for the head's (both for a tied one). A parameter outside the chain is an error
 // naming it.
 std::map<std::string, std::vector<int>> holders(const models::Structure::Chain& chain, const StagePlan& plan,
                                                 const std::vector<std::pair<std::string, int64_t>>& parameters);
+// The same by pipeline rank: virtual stage k runs on rank k % ranks (ascending, each once).
+std::map<std::string, std::vector<int>> rank_holders(std::map<std::string, std::vector<int>> stage_holders, int ranks);
 
 }  // namespace acc::pipeline

@@ -61,7 +61,7 @@ TEST(PlanModelStages, ErrorsNameTheKey) {
   const auto chain = model->structure().chain;
   const auto named = sizes(*model);
   test::expect_contains(test::error_of([&] { plan_model_stages(chain, named, "lm_head.weight", 4, {"auto"}); }),
-                        {"4 stages", "num_processes 4", "only 2 layers", "model.layers.0 ... model.layers.1"});
+                        {"4 stages", "pipeline_config.stages", "stages_per_rank", "only 2 layers", "model.layers.0 ... model.layers.1"});
   test::expect_contains(test::error_of([&] { plan_model_stages(chain, named, "lm_head.weight", 2, {"model.norm"}); }),
                         {"pipeline_config.split_points", "'model.norm' is no layer"});
   test::expect_contains(test::error_of([&] {
