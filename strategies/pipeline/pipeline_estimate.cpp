@@ -80,8 +80,11 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
         held += kept;
         peak = std::max(peak, held + (last && !o.activation_checkpointing ? loss : 0.0));
       } else {
-        const double running = (o.activation_checkpointing ? saved(k) + (last ? loss : 0.0) : 0.0) +
-                               std::max(block_backward, k == 0 ? 4 * V * C : 0.0);
+        // The gradient received from the next stage and the one sent back, each [T, C].
+        const double edges = 4 * tokens * C * ((last ? 0 : 1) + (k == 0 ? 0 : 1));
+        const double transient = std::max({block_backward, k == 0 ? 4 * V * C : 0.0,
+                                           o.activation_checkpointing && last ? loss : 0.0});
+        const double running = (o.activation_checkpointing ? saved(k) : 0.0) + edges + transient;
         peak = std::max(peak, held + running);
         held -= kept;
       }

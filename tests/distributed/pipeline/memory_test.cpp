@@ -52,20 +52,23 @@ TEST(PipelineMemory, ActivationsFollowTheMicrobatchesInFlight) {
 
 // The estimate of each stage (pipeline_estimate.h) against the allocator on the rank running
 // it: GPT-2 and Llama tiny (4 layers, their 50257- and 32000-token vocabularies) at 64 tokens,
-// every schedule (interleaved: 2 chunks per rank at 2 ranks), a stage per rank and (at 2 and 4
-// ranks) stages x 2 replicas.
+// every schedule (interleaved: 2 chunks per rank at 2 ranks), GPipe with activation
+// checkpointing, a stage per rank and (at 2 and 4 ranks) stages x 2 replicas.
 using EstimateCase = std::tuple<std::string, std::string, bool>;  // model, schedule, replicas
 class PipelineEstimate : public ::testing::TestWithParam<EstimateCase> {};
 
 TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
-  const auto& [kind, schedule, replicated] = GetParam();
+  const auto& [kind, name, replicated] = GetParam();
   if (replicated && world().size() == 1) GTEST_SKIP() << "replicas need 2 ranks";
+  const bool checkpointed = name.ends_with("_checkpointed");
+  const std::string schedule = checkpointed ? name.substr(0, name.find('_')) : name;
   const bool interleaved = schedule == "interleaved_1F1B";
   // 2 chunks per rank of 4 layers: 2 ranks alone.
   if (interleaved && (world().size() != 2 || replicated)) GTEST_SKIP() << "interleaving 4 layers needs 2 ranks";
   constexpr int64_t kSeqLen = 64, kGlobalBatch = 8;
   Config config = pipeline_config(schedule, 2);
   if (interleaved) config.section("pipeline_config").set("stages_per_rank", "2");
+  if (checkpointed) config.section("pipeline_config").set("activation_checkpointing", "true");
   const int stages = replicated ? world().size() / 2 : world().size();
   config.section("pipeline_config").set("stages", std::to_string(stages));
   auto make = [&kind]() -> std::shared_ptr<models::Model> {
@@ -100,7 +103,9 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
 
 INSTANTIATE_TEST_SUITE_P(Pipeline, PipelineEstimate,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),
-                                            ::testing::Values("1F1B", "GPipe", "interleaved_1F1B"), ::testing::Bool()),
+                                            ::testing::Values("1F1B", "GPipe", "interleaved_1F1B",
+                                                              "GPipe_checkpointed"),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param) +
                                   (std::get<2>(info.param) ? "_replicas" : "");
