@@ -6,6 +6,7 @@
 #include <map>
 
 #include "acc/autograd/engine.h"
+#include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
@@ -54,15 +55,9 @@ int gradient_tag(int stage, int microbatches, int microbatch) {
 
 // sum += g, in f32 whatever g's dtype, in a buffer counted as gradients (the first g copied).
 void accumulate(Tensor& sum, const Tensor& g) {
-  if (!sum.defined()) {
-    memory::CategoryScope category(memory::Category::gradients);
-    sum = g.to(DType::f32);
-    return;
-  }
-  const Tensor add = g.dtype() == DType::f32 ? g : g.to(DType::f32);
-  float* s = sum.data<float>();
-  const float* a = add.data<float>();
-  for (int64_t i = 0, n = sum.numel(); i < n; ++i) s[i] += a[i];
+  if (sum.defined()) return autograd::add_into(sum, g);
+  memory::CategoryScope category(memory::Category::gradients);
+  sum = g.to(DType::f32);
 }
 
 }  // namespace
@@ -320,37 +315,9 @@ models::ModelOutput PipelineModel::evaluate(const data::Batch& batch) {
 }
 
 models::ModelOutput PipelineModel::share_output(const models::ModelOutput& out) {
-  // What the last stage (on the pipeline's last rank) has: [logits?, loss?, dtype, rank, dims...].
-  const int last = grid_.stages - 1;
-  std::vector<int64_t> header(9, 0);
-  if (stage() == last) {
-    header[0] = out.logits.defined();
-    header[1] = out.loss.defined();
-    if (out.logits.defined()) {
-      header[2] = static_cast<int64_t>(out.logits.dtype());
-      header[3] = out.logits.dim();
-      ACC_CHECK(out.logits.dim() <= 5, "pipeline: logits ", out.logits.describe(), " of more than 5 dims");
-      for (int64_t d = 0; d < out.logits.dim(); ++d) header[static_cast<size_t>(4 + d)] = out.logits.size(d);
-    }
-  }
-  Tensor h = Tensor::from_vector_i64(header, {9});
-  pipe_->broadcast(h, last);
-  header = h.to_vector_i64();
-  models::ModelOutput shared = out;
-  if (header[0]) {
-    if (stage() != last) {
-      memory::CategoryScope category(memory::Category::activations);
-      shared.logits = Tensor::empty(Shape(header.begin() + 4, header.begin() + 4 + header[3]),
-                                    static_cast<DType>(header[2]));
-    }
-    pipe_->broadcast(shared.logits, last);
-  }
-  if (header[1]) {
-    Tensor loss = Tensor::from_vector({stage() == last ? out.loss.item() : 0.f}, {1});
-    pipe_->broadcast(loss, last);
-    shared.loss = Tensor::from_vector({loss.item()}, {});
-  }
-  return shared;
+  const int last = grid_.stages - 1;  // the pipeline's last rank holds the last stage
+  Tensor loss = link_.broadcast(out.loss, last);
+  return {.logits = link_.broadcast(out.logits, last), .loss = loss};
 }
 
 }  // namespace acc::pipeline

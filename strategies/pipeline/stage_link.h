@@ -2,7 +2,8 @@
 // Tensors between neighbouring pipeline stages over a pipeline group's point to point: each
 // message is a small header (dtype and shape) then the data, so the receiver needs to know
 // neither. Sends are asynchronous (a stage never waits for its neighbour to take an
-// activation); receives wait, under the backend's timeout.
+// activation); receives wait, under the backend's timeout. A broadcast to the whole group
+// (evaluation's output) goes the same way.
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,8 @@ class StageLink {
   explicit StageLink(std::shared_ptr<dist::ProcessGroup> group) : group_(std::move(group)) {}
   void send(const Tensor& tensor, int peer, int tag);
   Tensor recv(int peer, int tag);
+  // `root`'s tensor (undefined there: undefined everywhere) on every rank of the group.
+  Tensor broadcast(const Tensor& tensor, int root);
   // Waits for every send so far (their buffers are then free).
   void flush();
 

@@ -22,12 +22,16 @@ StageShards::StageShards(std::vector<Tensor> whole, const std::vector<Tensor>& v
   shard_ = Tensor::zeros({block_});
   float* shard = shard_.data<float>();
   for (size_t i = 0; i < whole_.size(); ++i) {
-    const int64_t n = std::clamp<int64_t>(whole_[i].numel() - begin(i), 0, per_rank_[i]);
+    const int64_t n = count(i, group_->rank());
     std::memcpy(shard + offset_[i], values[i].data<float>() + begin(i), static_cast<size_t>(n) * sizeof(float));
     Tensor master = shard_.slice_flat(offset_[i], {n});
     master.set_requires_grad(whole_[i].requires_grad());
     masters_.push_back(std::move(master));
   }
+}
+
+int64_t StageShards::count(size_t i, int r) const {
+  return std::clamp<int64_t>(whole_[i].numel() - per_rank_[i] * r, 0, per_rank_[i]);
 }
 
 int64_t StageShards::begin(size_t i) const {
@@ -39,14 +43,11 @@ void StageShards::gather() {
   memory::CategoryScope category(memory::Category::communication);
   Tensor all = Tensor::empty({block_ * group_->size()});
   group_->all_gather(shard_, all);
-  const float* from = all.data<float>();
   for (size_t i = 0; i < whole_.size(); ++i) {
-    Tensor& t = whole_[i];
-    const int64_t n = t.numel();
     for (int r = 0; r < group_->size(); ++r) {
-      const int64_t at = per_rank_[i] * r, count = std::clamp<int64_t>(n - at, 0, per_rank_[i]);
-      if (count == 0) break;
-      t.slice_flat(at, {count}).copy_(all.slice_flat(block_ * r + offset_[i], {count}));
+      const int64_t n = count(i, r);
+      if (n == 0) break;
+      whole_[i].slice_flat(per_rank_[i] * r, {n}).copy_(all.slice_flat(block_ * r + offset_[i], {n}));
     }
   }
 }
@@ -64,11 +65,8 @@ std::vector<Tensor> StageShards::reduce(const std::vector<Tensor>& grads) {
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     const float* g = grads[i].data<float>();
-    const int64_t n = grads[i].numel();
-    for (int r = 0; r < ranks; ++r) {
-      const int64_t at = per_rank_[i] * r, count = std::clamp<int64_t>(n - at, 0, per_rank_[i]);
-      std::memcpy(to + block_ * r + offset_[i], g + at, static_cast<size_t>(count) * sizeof(float));
-    }
+    for (int r = 0; r < ranks; ++r)
+      std::memcpy(to + block_ * r + offset_[i], g + per_rank_[i] * r, static_cast<size_t>(count(i, r)) * sizeof(float));
   }
   {
     memory::CategoryScope category(memory::Category::gradients);

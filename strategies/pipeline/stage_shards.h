@@ -34,6 +34,9 @@ class StageShards {
   std::vector<Tensor> reduce(const std::vector<Tensor>& grads);
 
  private:
+  // Elements of parameter i that rank r keeps: [per_rank_[i] * r, + count(i, r)).
+  int64_t count(size_t i, int r) const;
+
   std::vector<Tensor> whole_;
   std::shared_ptr<dist::ProcessGroup> group_;
   std::vector<int64_t> per_rank_, offset_;  // per parameter: elements per rank, place in a rank's block
