@@ -40,8 +40,9 @@ picks the first row in the order printed that fits (the least communication firs
                               tier (gathered, activations, communication) and the offload tier
   --offload_dir DIR           where AUTO may offload (fsdp_offload_dir under AUTO): the rows
                               keep everything in memory, and a last one, FULL_SHARD with
-                              checkpointing and the masters and optimizer state in files in
-                              DIR (the "on disk" column), is tried if DIR has the space
+                              checkpointing and the masters, gradients and optimizer state
+                              in files in DIR (the "on disk" column), is tried if DIR has the
+                              space
   --save_async                checkpoint::save_async (--save_async of the training programs):
                               a column for the host copy of the state each rank writes from
   --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the config's

@@ -22,14 +22,15 @@ void warn_unapplied(const FsdpConfig& c) {
   if (!c.flatten_parameters) warn("flatten_parameters");
 }
 
-// The tier units keep their master shard and optimizer state in. With offload_dir, the file
-// tier's directory is checked now, with room for this rank's master shard and two f32 states
-// (AdamW's), so that an unwritable path or a full disk stops the job before it starts.
+// The tier units keep their master shard, its gradient and the optimizer state in. With
+// offload_dir, the file tier's directory is checked now, with room for this rank's master
+// shard, its gradient and two f32 states (AdamW's), so that an unwritable path or a full disk
+// stops the job before it starts.
 memory::Tier offload_tier(const FsdpConfig& c, const models::Model& model, int shard_size) {
   if (!c.offload_dir.empty()) {
     int64_t numel = 0;
     for (const auto& [_, p] : model.named_parameters()) numel += p.numel();
-    memory::set_file_tier_dir(c.offload_dir, 3 * 4 * (numel / shard_size + 1));
+    memory::set_file_tier_dir(c.offload_dir, 4 * 4 * (numel / shard_size + 1));
     return memory::Tier::file;
   }
   return c.offload_params ? memory::Tier::offload : memory::Tier::compute;

@@ -114,8 +114,9 @@ std::pair<size_t, size_t> FlatUnit::buckets_of(const Slot& slot) const {
 }
 
 memory::Tier FlatUnit::shard_tier() const {
-  // Files hold what the optimizer alone reads; what every step's communication touches (the
-  // reduced gradient, the bf16 shard the all-gather sends) stays in host memory.
+  // The bf16 shard every gather sends stays in host memory; files hold only what the optimizer
+  // reads (master, gradient, state). The gradient is written once by the reductions and read
+  // once by the optimizer, and zero_() at the next backward drops its pages unwritten.
   const memory::Tier state = options_.state_tier;
   return state == memory::Tier::file ? memory::Tier::offload : state;
 }
@@ -254,7 +255,7 @@ void FlatUnit::begin_pass(bool accumulate, bool sync) {
   }
   if (!sync) return;
   if (!grad_.defined())
-    grad_ = new_buffer(grad_numel(), DType::f32, memory::Category::gradients, shard_tier());
+    grad_ = new_buffer(grad_numel(), DType::f32, memory::Category::gradients, options_.state_tier);
   if (!accumulate_) grad_.zero_();  // parameters that get no gradient this pass count as zero
 }
 

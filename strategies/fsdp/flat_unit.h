@@ -11,8 +11,8 @@
 //   full       compute [padded]     the gathered unit; the model's parameters are views into
 //                                   it. With a shard group of one rank it *is* `compute`.
 //
-// With offload the first three live in an offload tier (allocator.h): master in `state_tier`
-// (offload, or file for offload_dir), grad and a bf16 compute shard in host offload memory;
+// With offload the first three live in an offload tier (allocator.h): master and grad in
+// `state_tier` (offload, or file for offload_dir), a bf16 compute shard in host offload memory;
 // `full` and the no_sync sum stay in the compute tier.
 //
 // Releasing `full` returns its bytes (Storage::release) while the views, and the tensors
@@ -190,7 +190,7 @@ class FlatUnit {
   std::string name_;
   UnitGroups groups_;
   Options options_;
-  memory::Tier shard_tier() const;  // grad's and a separate compute shard's
+  memory::Tier shard_tier() const;  // a separate compute shard's
   std::vector<Slot> slots_;
   int64_t shard_ = 0;
   Tensor master_, grad_, compute_, full_;

@@ -51,9 +51,10 @@ estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const
   const int64_t held = held_elements(s.parameters, sharded_placements(std::max(1, w.world / n), n));
   estimate::Memory e = estimate::training_state(held, w.bf16);
   const double compute_elem = w.bf16 ? 2.0 : 4.0;
-  if (!plan.offload_dir.empty()) {  // the f32 masters and both moments live in files
-    e.on_disk = 12 * held;
+  if (!plan.offload_dir.empty()) {  // the f32 masters, their gradients and both moments live in files
+    e.on_disk = 16 * held;
     e.parameters -= 4 * held;
+    e.gradients = 0;
     e.optimizer_state = 0;
   }
   // Split by vocabulary rows, the embedding and head are never gathered (fsdp_vocab_parallel).
@@ -108,7 +109,7 @@ std::vector<StrategyEstimate> estimate_rows(ShardingStrategy setting, const esti
   std::vector<StrategyEstimate> rows{row(plan)};
   if (setting != ShardingStrategy::FULL_SHARD) return rows;
   // AUTO's last resorts, when nothing else fits: FULL_SHARD keeping only each block's input,
-  // then with the masters and optimizer state in files.
+  // then with the masters, gradients and optimizer state in files.
   Plan checkpointed = plan;
   checkpointed.activation_checkpointing = true;
   if (!plan.activation_checkpointing) rows.push_back(row(checkpointed));

@@ -234,9 +234,9 @@ OptionSection option_section() {
                    .question = "Offload parameters and optimizer state to CPU memory?"},
                   &FsdpConfig::offload_params),
               unless(key({.key = "fsdp_offload_dir", .type = T::text,
-                          .help = "masters and optimizer state in files under this directory (implies "
+                          .help = "masters, gradients and optimizer state in files under this directory (implies "
                                   "fsdp_offload_params)",
-                          .question = "Directory for file-backed offload of masters and optimizer state "
+                          .question = "Directory for file-backed offload of masters, gradients and optimizer state "
                                       "(empty line: keep them in memory)?",
                           .suggest = offer("\"\""),
                           .ask_when = [](const Config& c) { return c.dist.fsdp.offload_params; }},

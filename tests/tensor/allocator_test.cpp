@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -183,13 +184,33 @@ TEST(AllocatorTiers, FileTierKeepsValuesThroughPageOut) {
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
+// zero_() on the file tier punches its whole pages out of the file: they leave resident memory
+// with their contents (never written back), and the partial pages at the ends are written.
+TEST(AllocatorTiers, FileTierZeroDropsWholePages) {
+  const auto dir = file_tier_dir();
+  memory::TierScope tier(memory::Tier::file);
+  const int64_t n = int64_t{4} << 20;  // 16 MB of f32
+  Tensor t = Tensor::full({n}, 3.0);
+  const int64_t first = 100, count = n - 300;  // starts and ends inside a page
+  const memory::ResidentKinds filled = memory::resident_kinds();
+  t.narrow(first, count).zero_();
+  const memory::ResidentKinds zeroed = memory::resident_kinds();
+  EXPECT_GE(filled.file_tier - zeroed.file_tier, 4 * count * 9 / 10);
+  const float* p = t.data<float>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += p[i] != (i >= first && i < first + count ? 0.0f : 3.0f);
+  EXPECT_EQ(wrong, 0);
+  t.zero_();  // whole pages again, read back as zeros
+  EXPECT_EQ(std::count(p, p + n, 0.0f), n);
+}
+
 TEST(AllocatorTiers, FileTierDirectoryIsCheckedUpFront) {
   EXPECT_NE(test::error_of([] { memory::set_file_tier_dir("/nonexistent/dir"); })
                 .find("offload_dir '/nonexistent/dir' is not a directory"),
             std::string::npos);
   const auto dir = std::filesystem::temp_directory_path();
   const std::string full = test::error_of([&] { memory::set_file_tier_dir(dir, int64_t{1} << 62); });
-  EXPECT_NE(full.find("MiB free, but this rank's offloaded master parameters and optimizer state need about"),
+  EXPECT_NE(full.find("MiB free, but this rank's offloaded master parameters, gradients and optimizer state need about"),
             std::string::npos) << full;
 }
 

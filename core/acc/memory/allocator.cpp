@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -193,6 +194,13 @@ void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes) 
 
 void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept {
   if (tier == Tier::file) file_tier::page_out(ptr, nbytes);
+}
+
+void zero(void* ptr, size_t nbytes, Tier tier) noexcept {
+  if (tier == Tier::file)
+    file_tier::zero(ptr, nbytes);
+  else
+    std::memset(ptr, 0, nbytes);
 }
 
 void release_cached() { cache().release(); }

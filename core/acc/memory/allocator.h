@@ -54,6 +54,9 @@ void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes =
 // resident memory; their contents stay in the file (read back on the next touch). Does nothing
 // for other tiers.
 void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept;
+// Sets [ptr, ptr + nbytes) of a block of `tier` to zeros; in the file tier without reading or
+// writing its whole pages (see file_tier::zero).
+void zero(void* ptr, size_t nbytes, Tier tier) noexcept;
 
 // Counts memory acc holds outside allocate(), such as a mapped shared-memory segment:
 // count_external(c, +bytes) when it is mapped, count_external(c, -bytes) when unmapped.

@@ -53,8 +53,8 @@ void set_dir(const std::filesystem::path& dir, int64_t reserve_bytes) {
             std::strerror(errno), ")");
   const auto available = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
   ACC_CHECK(available >= reserve_bytes, "offload_dir '", dir.string(), "' has ",
-            available >> 20, " MiB free, but this rank's offloaded master parameters and "
-            "optimizer state need about ", reserve_bytes >> 20, " MiB");
+            available >> 20, " MiB free, but this rank's offloaded master parameters, "
+            "gradients and optimizer state need about ", reserve_bytes >> 20, " MiB");
   struct statfs type {};
   if (statfs(dir.c_str(), &type) == 0 && type.f_type == TMPFS_MAGIC)
     log::warn("offload_dir '{}' is on tmpfs: its files are held in memory, so offloading there "
@@ -95,6 +95,18 @@ void page_out(const void* ptr, size_t nbytes) noexcept {
   const auto begin = (reinterpret_cast<uintptr_t>(ptr) + page - 1) / page * page;
   const auto end = (reinterpret_cast<uintptr_t>(ptr) + nbytes) / page * page;
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void zero(void* ptr, size_t nbytes) noexcept {
+  const size_t page = page_size();
+  const auto first = reinterpret_cast<uintptr_t>(ptr), last = first + nbytes;
+  const uintptr_t begin = (first + page - 1) / page * page, end = last / page * page;
+  if (end <= begin || madvise(reinterpret_cast<void*>(begin), end - begin, MADV_REMOVE) != 0) {
+    std::memset(ptr, 0, nbytes);
+    return;
+  }
+  std::memset(ptr, 0, begin - first);
+  std::memset(reinterpret_cast<void*>(end), 0, last - end);
 }
 
 }  // namespace acc::memory::file_tier

@@ -19,5 +19,10 @@ void unmap(void* ptr, size_t nbytes) noexcept;
 // madvise(MADV_DONTNEED) on the whole pages inside the range: for a shared file mapping the
 // data stays in the file and the page cache; the process stops holding the pages.
 void page_out(const void* ptr, size_t nbytes) noexcept;
+// Sets the range to zeros: its whole pages become holes in the file (madvise MADV_REMOVE), so
+// their old contents are dropped from the page cache unwritten and nothing becomes resident;
+// the partial pages at the ends, or everything on a file system that cannot punch holes, are
+// written with zeros.
+void zero(void* ptr, size_t nbytes) noexcept;
 
 }  // namespace acc::memory::file_tier

@@ -245,6 +245,11 @@ Tensor Tensor::to(DType target) const {
   return t;
 }
 
+Tensor& Tensor::zero_() {
+  memory::zero(raw_data(), nbytes(), storage()->tier());  // zero bits are 0 in every dtype
+  return *this;
+}
+
 Tensor& Tensor::fill_(double value) {
   const int64_t n = numel();
   void* d = raw_data();

@@ -128,7 +128,9 @@ class Tensor {
   Tensor clone() const;                                // fresh storage, same dtype
   Tensor to(DType dtype) const;                        // converted copy (clone if same dtype)
   Tensor& fill_(double value);
-  Tensor& zero_() { return fill_(0.0); }
+  // In the file tier the whole pages become holes: nothing is read, written back or made
+  // resident (a gradient buffer cleared each step costs no disk traffic).
+  Tensor& zero_();
   Tensor& copy_(const Tensor& src);  // same numel; converts dtype
 
   // --- element read-out (tests, logging) ---

@@ -99,8 +99,8 @@ TEST(Offload, TiersHoldMastersGradientsAndStateApart) {
       for (Category c : {Category::parameters, Category::gradients, Category::optimizer_state})
         EXPECT_EQ(grown(before, Tier::compute, c), 0) << name << " " << memory::category_name(c);
       EXPECT_EQ(grown(before, tier, Category::optimizer_state), 2 * 4 * numel) << name;
-      // Per element of the shards (at most 16 of padding per unit, 3 units): the f32 master in
-      // `tier`; the reduced f32 gradient and the bf16 shard the gathers send in host memory.
+      // Per element of the shards (at most 16 of padding per unit, 3 units): the f32 master and
+      // its reduced f32 gradient in `tier`; the bf16 shard the gathers send in host memory.
       auto expect_about = [&](int64_t bytes, int64_t per_element, const char* what) {
         EXPECT_GE(bytes, per_element * numel) << name << " " << what;
         EXPECT_LE(bytes, per_element * (numel + 3 * 16)) << name << " " << what;
@@ -112,7 +112,7 @@ TEST(Offload, TiersHoldMastersGradientsAndStateApart) {
         expect_about(grown(before, tier, Category::parameters), 4, "master");
         expect_about(grown(before, Tier::offload, Category::parameters), bf16_shard, "bf16 shard");
       }
-      expect_about(grown(before, Tier::offload, Category::gradients), 4, "gradient");
+      expect_about(grown(before, tier, Category::gradients), 4, "gradient");
     }
     for (Tier t : {Tier::compute, Tier::offload, Tier::file})
       for (Category c : {Category::parameters, Category::gradients, Category::optimizer_state})
