@@ -189,6 +189,8 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     });
     files->read_all(reads);
     for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
+    // Offloaded to files (fsdp_offload_dir): what was read in leaves resident memory again.
+    plan.for_each_target([](Target& t) { page_out(t.dst); });
     if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);
     if (state.scheduler && manifest.scheduler_step) state.scheduler->apply(*manifest.scheduler_step);
   } catch (...) {

@@ -143,7 +143,8 @@ std::vector<WrittenRange> written_ranges(const std::vector<ShardedModel::Paramet
 
 // A copy of `t` in host memory of the tier it lives in (file-tier state is copied into the
 // file tier, so a snapshot of a larger-than-memory model does not need the memory), counted
-// under Category::checkpoint. Copied in 4 MiB blocks over the thread pool.
+// under Category::checkpoint. Copied in 4 MiB blocks over the thread pool, each block of a
+// file-tier tensor and of its copy dropped from resident memory once copied.
 Tensor snapshot_of(const Tensor& t) {
   memory::CategoryScope category(memory::Category::checkpoint);
   memory::TierScope tier(t.storage()->tier());
@@ -153,10 +154,26 @@ Tensor snapshot_of(const Tensor& t) {
   constexpr size_t kBlock = size_t{4} << 20;
   const size_t bytes = t.nbytes();
   tbb::parallel_for(size_t{0}, (bytes + kBlock - 1) / kBlock, [&](size_t b) {
-    std::memcpy(to + b * kBlock, from + b * kBlock, std::min(kBlock, bytes - b * kBlock));
+    const size_t at = b * kBlock, n = std::min(kBlock, bytes - at);
+    std::memcpy(to + at, from + at, n);
+    memory::page_out(from + at, n, t.storage()->tier());
+    memory::page_out(to + at, n, t.storage()->tier());
   });
-  page_out(copy);
   return copy;
+}
+
+// Writes an item in 64 MiB blocks. Blocks of a file-tier tensor (fsdp_offload_dir) are dropped
+// from resident memory once written, so saving a state larger than memory holds one at a time.
+void write_item(io::SafetensorsWriter& writer, const std::string& key, const Tensor& data) {
+  constexpr size_t kBlock = size_t{64} << 20;
+  const auto* bytes = static_cast<const char*>(data.raw_data());
+  const size_t total = data.nbytes();
+  if (total == 0) writer.write(key, bytes);
+  for (size_t at = 0; at < total; at += kBlock) {
+    const size_t n = std::min(kBlock, total - at);
+    writer.append(key, bytes + at, n);
+    memory::page_out(bytes + at, n, data.storage()->tier());
+  }
 }
 
 // The items of this rank's shard file: its owned parameter pieces (unless the model goes to the
@@ -381,7 +398,7 @@ void SaveJob::write() noexcept {
         if (n == items_.size() / 2 && inject_fail_)
           ACC_FAIL("No space left on device (simulated by ACC_TEST_CHECKPOINT_FAULT)");
         if (n == items_.size() / 2 && inject_hold_) hold_until_preempted();
-        writer.write(items_[n].key, items_[n].data.raw_data());
+        write_item(writer, items_[n].key, items_[n].data);
       }
       writer.finish();
       part_.files[file] = writer.file_bytes();
