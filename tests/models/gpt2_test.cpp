@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "acc/models/gpt2.h"
+#include "acc/nn/deferred_init.h"
 #include "lm_test_helpers.h"
 
 namespace acc {
@@ -99,6 +100,11 @@ TEST(GPT2, TrainingStepsReduceLoss) {
 TEST(GPT2Config, PresetsYamlAndErrors) {
   EXPECT_EQ(GPT2Config::from_name_or_file("medium").n_layer, 24);
   EXPECT_EQ(GPT2Config::from_name_or_file("tiny").n_embd, 128);
+  // transformers' gpt2-large and gpt2-xl, built without memory (deferred)
+  for (const auto& [name, parameters] : {std::pair{"large", int64_t{774030080}}, std::pair{"xl", int64_t{1557611200}}}) {
+    nn::DeferredInit deferred;
+    EXPECT_EQ(GPT2(GPT2Config::from_name_or_file(name), 0).num_parameters(), parameters) << name;
+  }
   try {
     GPT2Config::from_name_or_file("huge");
     FAIL() << "no error";

@@ -63,9 +63,11 @@ GPT2Config GPT2Config::from_name_or_file(const std::string& name_or_path) {
   if (name_or_path == "tiny") return tiny();
   if (name_or_path == "small") return small();
   if (name_or_path == "medium") return medium();
+  if (name_or_path == "large") return large();
+  if (name_or_path == "xl") return xl();
   ACC_CHECK(name_or_path.find('.') != std::string::npos || name_or_path.find('/') != std::string::npos,
             "GPT2Config: unknown model '", name_or_path,
-            "' (expected tiny, small, medium or a YAML file)");
+            "' (expected tiny, small, medium, large, xl or a YAML file)");
   GPT2Config c = small();
   read_fields(name_or_path, "gpt2", {{"vocab_size", &c.vocab_size},
                              {"n_positions", &c.n_positions},

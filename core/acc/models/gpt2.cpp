@@ -26,6 +26,22 @@ GPT2Config GPT2Config::medium() {
   return c;
 }
 
+GPT2Config GPT2Config::large() {
+  GPT2Config c;
+  c.n_embd = 1280;
+  c.n_layer = 36;
+  c.n_head = 20;
+  return c;
+}
+
+GPT2Config GPT2Config::xl() {
+  GPT2Config c;
+  c.n_embd = 1600;
+  c.n_layer = 48;
+  c.n_head = 25;
+  return c;
+}
+
 void GPT2Config::validate() const {
   ACC_CHECK(vocab_size > 0 && n_positions > 0 && n_embd > 0 && n_layer > 0 && n_head > 0,
             "GPT2Config: vocab_size ", vocab_size, ", n_positions ", n_positions, ", n_embd ",

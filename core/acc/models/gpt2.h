@@ -26,7 +26,9 @@ struct GPT2Config {
   static GPT2Config tiny();    // 4 layers, 128 wide, 256 positions: tests and quick runs
   static GPT2Config small();   // 124M (Hugging Face "gpt2")
   static GPT2Config medium();  // 355M ("gpt2-medium")
-  // "tiny" | "small" | "medium", or a YAML file with the Hugging Face config.json keys above
+  static GPT2Config large();   // 774M ("gpt2-large")
+  static GPT2Config xl();      // 1558M ("gpt2-xl"): 25 GB of f32 training state
+  // "tiny" | "small" | "medium" | "large" | "xl", or a YAML file with the Hugging Face config.json keys above
   // (omitted keys keep small()'s values). Unknown names, keys or bad values throw.
   static GPT2Config from_name_or_file(const std::string& name_or_path);
   void validate() const;
