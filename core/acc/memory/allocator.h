@@ -49,7 +49,8 @@ void deallocate(void* ptr, size_t nbytes, Category category, Tier tier = Tier::c
 // The directory file-tier blocks are created in (each block its own file, unlinked at once, so
 // nothing is left behind however the process ends). Checks that it is a writable directory and
 // has at least `reserve_bytes` free, with an error naming the path otherwise. From then on the
-// cache of freed blocks keeps at most 256 MiB (unless ACC_ALLOC_CACHE_MB sets it).
+// cache of freed blocks keeps at most 256 MiB (unless ACC_ALLOC_CACHE_MB sets it), and malloc
+// maps blocks of 1 MiB and more on their own, so that freeing them returns them at once.
 void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes = 0);
 // Drops the whole pages inside [ptr, ptr + nbytes) of a file-tier block from this process's
 // resident memory; their contents stay in the file (read back on the next touch). Does nothing
