@@ -18,29 +18,22 @@ GPT2Config GPT2Config::tiny() {
 
 GPT2Config GPT2Config::small() { return GPT2Config{}; }
 
-GPT2Config GPT2Config::medium() {
+namespace {
+
+// small() with another width, depth and head count: how transformers' larger GPT-2s differ.
+GPT2Config widened(int64_t n_embd, int64_t n_layer, int64_t n_head) {
   GPT2Config c;
-  c.n_embd = 1024;
-  c.n_layer = 24;
-  c.n_head = 16;
+  c.n_embd = n_embd;
+  c.n_layer = n_layer;
+  c.n_head = n_head;
   return c;
 }
 
-GPT2Config GPT2Config::large() {
-  GPT2Config c;
-  c.n_embd = 1280;
-  c.n_layer = 36;
-  c.n_head = 20;
-  return c;
-}
+}  // namespace
 
-GPT2Config GPT2Config::xl() {
-  GPT2Config c;
-  c.n_embd = 1600;
-  c.n_layer = 48;
-  c.n_head = 25;
-  return c;
-}
+GPT2Config GPT2Config::medium() { return widened(1024, 24, 16); }
+GPT2Config GPT2Config::large() { return widened(1280, 36, 20); }
+GPT2Config GPT2Config::xl() { return widened(1600, 48, 25); }
 
 void GPT2Config::validate() const {
   ACC_CHECK(vocab_size > 0 && n_positions > 0 && n_embd > 0 && n_layer > 0 && n_head > 0,
