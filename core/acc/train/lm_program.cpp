@@ -234,6 +234,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
              "val.bin (add-one smoothing) %.4f nats", unigram, unigram_val));
 
   // Every rank measures its own share of the machine at once: the job's ceiling is the sum.
+  world().barrier();
   const double peak = measure_gemm_peak_gflops(compute) * world().size();
   say(std::string(dtype_name(compute)) + format(" GEMM peak (acc matmul, 1024^3, all ranks): %.1f GFLOP/s", peak));
   std::fflush(stdout);

@@ -10,8 +10,8 @@
 
 namespace acc::train {
 
-// The best GFLOP/s of acc's own matmul (kernels::matmul) on an n x n x n product of `dtype`
-// inputs, timed for about `seconds`: the ceiling MFU is quoted against.
+// The GFLOP/s acc's own matmul (kernels::matmul) sustains on n x n x n products of `dtype`
+// inputs over about `seconds`: the ceiling MFU is quoted against.
 double measure_gemm_peak_gflops(DType dtype = DType::f32, int64_t n = 1024, double seconds = 0.5);
 
 class ThroughputMeter {
