@@ -1,6 +1,5 @@
 #include "acc/train/throughput.h"
 
-
 #include "acc/kernels/matmul.h"
 #include "acc/tensor/tensor.h"
 
