@@ -77,26 +77,27 @@ class BlockCache {
 
   // Ranks sharing this node's memory; the default capacity is half the physical memory over them.
   void share_among(int local_ranks) {
-    const int64_t capacity = capacity_for(local_ranks);
     std::lock_guard lock(mu_);
-    capacity_ = std::min(capacity, cap_);
-    if (cached_ > capacity_) release_locked();
+    local_ranks_ = local_ranks;
+    resize_locked();
   }
-  // At most `bytes` from now on, unless ACC_ALLOC_CACHE_MB sets the size.
+  // The default capacity is at most `bytes` from now on (ACC_ALLOC_CACHE_MB still sets it).
   void cap(int64_t bytes) {
-    if (const char* env = std::getenv("ACC_ALLOC_CACHE_MB"); env && *env) return;
     std::lock_guard lock(mu_);
     cap_ = bytes;
-    capacity_ = std::min(capacity_, cap_);
-    if (cached_ > capacity_) release_locked();
+    resize_locked();
   }
 
  private:
-  static int64_t capacity_for(int local_ranks) {
+  void resize_locked() {
+    capacity_ = capacity_for(local_ranks_, cap_);
+    if (cached_ > capacity_) release_locked();
+  }
+  static int64_t capacity_for(int local_ranks, int64_t cap) {
     const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
     if (!env || !*env) {
       const int64_t physical = physical_memory_bytes();
-      return physical > 0 ? physical / 2 / std::max(1, local_ranks) : int64_t{4096} << 20;
+      return std::min(cap, physical > 0 ? physical / 2 / std::max(1, local_ranks) : int64_t{4096} << 20);
     }
     char* end = nullptr;
     const long long mb = std::strtoll(env, &end, 10);
@@ -105,10 +106,11 @@ class BlockCache {
     return static_cast<int64_t>(mb) << 20;
   }
 
+  int local_ranks_ = 1;
+  int64_t cap_ = std::numeric_limits<int64_t>::max();  // on the default (cap())
   // Read when the cache is built, on the first large allocation (which may throw), never
   // first inside deallocate.
-  int64_t capacity_ = capacity_for(1);
-  int64_t cap_ = std::numeric_limits<int64_t>::max();
+  int64_t capacity_ = capacity_for(local_ranks_, cap_);
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   int64_t cached_ = 0;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <string>
 
 #include "acc/util/error.h"
@@ -29,6 +30,13 @@ size_t page_size() {
 size_t round_to_pages(size_t n) {
   const size_t page = page_size();
   return n == 0 ? page : (n + page - 1) / page * page;
+}
+
+// The whole pages inside [ptr, ptr + nbytes): [begin, end), empty when there are none.
+std::pair<uintptr_t, uintptr_t> whole_pages(const void* ptr, size_t nbytes) {
+  const size_t page = page_size();
+  const auto first = reinterpret_cast<uintptr_t>(ptr);
+  return {(first + page - 1) / page * page, (first + nbytes) / page * page};
 }
 
 // A new file under `dir`, already unlinked: the open descriptor is all that names it.
@@ -91,22 +99,19 @@ void unmap(void* ptr, size_t nbytes) noexcept {
 }
 
 void page_out(const void* ptr, size_t nbytes) noexcept {
-  const size_t page = page_size();
-  const auto begin = (reinterpret_cast<uintptr_t>(ptr) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<uintptr_t>(ptr) + nbytes) / page * page;
+  const auto [begin, end] = whole_pages(ptr, nbytes);
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 void zero(void* ptr, size_t nbytes) noexcept {
-  const size_t page = page_size();
-  const auto first = reinterpret_cast<uintptr_t>(ptr), last = first + nbytes;
-  const uintptr_t begin = (first + page - 1) / page * page, end = last / page * page;
+  const auto [begin, end] = whole_pages(ptr, nbytes);
   if (end <= begin || madvise(reinterpret_cast<void*>(begin), end - begin, MADV_REMOVE) != 0) {
     std::memset(ptr, 0, nbytes);
     return;
   }
-  std::memset(ptr, 0, begin - first);
-  std::memset(reinterpret_cast<void*>(end), 0, last - end);
+  auto* first = static_cast<char*>(ptr);
+  std::memset(first, 0, begin - reinterpret_cast<uintptr_t>(first));
+  std::memset(reinterpret_cast<void*>(end), 0, reinterpret_cast<uintptr_t>(first) + nbytes - end);
 }
 
 }  // namespace acc::memory::file_tier
