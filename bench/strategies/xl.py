@@ -189,7 +189,7 @@ def main():
     step_s = tokens / tokens_per_s
     compute_bound_s = flops_per_token * tokens / (peak_gflops * 1e9)
     anon = sampler.peak_anon * 1024
-    killed = "Killed" in log or "oom" in log.lower()
+    killed = bool(re.search(r"Killed|\boom\b|out of memory", log, re.I))
     result = {
         "cpu": cpu, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "ranks": a.ranks, "batch": a.batch, "seq": a.seq, "steps": a.steps,
