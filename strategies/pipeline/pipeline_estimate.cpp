@@ -1,9 +1,11 @@
 #include "pipeline_estimate.h"
 
 #include <algorithm>
+#include <set>
 
 #include "acc/models/model.h"
 #include "acc/ops/loss.h"
+#include "common/structure_sharding.h"
 #include "pipeline_options.h"
 #include "stages.h"
 
@@ -13,12 +15,14 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
                                            const Config& config) {
   if (!shape.deferred_model || shape.family == estimate::Family::other) return {};
   const PipelineOptions o = read_options(config);
-  const int stages = o.stages == 0 ? w.world : o.stages;
+  const int T = o.tensor_parallel;
+  if (T < 1 || w.world % T != 0) return {};
+  const int stages = o.stages == 0 ? w.world / T : o.stages;
   const int chunks = o.stages_per_rank, virtual_stages = stages * chunks;
   // A plan the strategy would refuse gets no row (AUTO asks every strategy about every config).
-  if (stages < 1 || w.world % stages != 0 || virtual_stages > shape.layers) return {};
+  if (stages < 1 || (w.world / T) % stages != 0 || virtual_stages > shape.layers) return {};
   if ((o.schedule == Schedule::interleaved_1f1b) != (chunks > 1) || (chunks > 1 && stages == 1)) return {};
-  const int replicas = w.world / stages;
+  const int replicas = w.world / (stages * T);
   const int64_t rows = w.batch / replicas;
   if (rows % o.microbatches != 0 || (chunks > 1 && o.microbatches % stages != 0)) return {};
   const auto model = shape.deferred_model();
@@ -32,9 +36,23 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     return {};  // split points that do not fit this model: the strategy says why when it runs
   }
   const auto held_by = rank_holders(holders(parameters.chain, plan, parameters.sizes), stages);
+  const bool tied_across_stages = std::ranges::any_of(held_by, [](const auto& h) { return h.second.size() > 1; });
+  // Tensor parallelism: a rank holds 1/T of each split parameter and computes its heads, its
+  // part of the MLP's width and, the head split too, its vocabulary rows, over the same tokens.
+  std::set<std::string> split;
+  estimate::ModelShape computed = shape;
+  if (T > 1) {
+    for (const auto& [name, spec] : parallel::structure_sharding(*model).parameters)
+      if (!spec.axes().empty()) split.insert(name);
+    computed.heads = std::max<int64_t>(1, shape.heads / T);
+    computed.kv_hidden = std::max<int64_t>(1, shape.kv_hidden / T);
+    computed.intermediate = std::max<int64_t>(1, shape.intermediate / T);
+    computed.vocab = (shape.vocab + T - 1) / T;
+    computed.largest_block_matrix = (shape.largest_block_matrix + T - 1) / T;
+  }
   const double tokens = static_cast<double>(rows / o.microbatches * w.seq);  // one microbatch's
-  const auto C = static_cast<double>(shape.hidden), V = static_cast<double>(shape.vocab);
-  const double block = estimate::block_bytes_per_token(shape, w.bf16);
+  const auto C = static_cast<double>(shape.hidden), V = static_cast<double>(computed.vocab);
+  const double block = estimate::block_bytes_per_token(computed, w.bf16, T);
   // What one microbatch's forward on virtual stage k leaves for its backward: its layers'
   // activations, and on the last stage the loss's, which makes the head's weight gradient
   // (f32 [V, C]) and the hidden states' in its forward.
@@ -42,7 +60,7 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     const auto layers = static_cast<double>(plan.layers[static_cast<size_t>(k)].second -
                                             plan.layers[static_cast<size_t>(k)].first);
     return tokens * layers * block + (k == virtual_stages - 1
-                                          ? tokens * estimate::head_bytes_per_token(shape, w.bf16) +
+                                          ? tokens * estimate::head_bytes_per_token(computed, w.bf16) +
                                                 4 * (V * C + tokens * C)
                                           : 0.0);
   };
@@ -51,8 +69,9 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     int64_t whole = 0, mine = 0;  // the rank's parameter elements, and its share of them
     for (const auto& [name, numel] : parameters.sizes)
       if (std::ranges::find(held_by.at(name), r) != held_by.at(name).end()) {
-        whole += numel;
-        mine += (numel + replicas - 1) / replicas;
+        const int64_t slice = split.count(name) ? (numel + T - 1) / T : numel;
+        whole += slice;
+        mine += (slice + replicas - 1) / replicas;
       }
     estimate::Memory m = estimate::training_state(mine, w.bf16 && replicas == 1);
     // The step's gradients summed whole in f32, which own_step hands to the masters' .grad as
@@ -66,9 +85,9 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     // chunk's forward again under checkpointing, a block's backward (its largest weight's
     // gradient and a few [T, C] ones) and at the first stage the embedding's weight gradient
     // ([V, C] f32).
-    const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(shape.vocab)));
+    const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(computed.vocab)));
     const double loss = 4 * (w.bf16 ? 1.5 : 1.0) * (chunk * V + tokens * C);
-    const double block_backward = 4 * (static_cast<double>(shape.largest_block_matrix) + 3 * tokens * C);
+    const double block_backward = 4 * (static_cast<double>(computed.largest_block_matrix) + 3 * tokens * C);
     double held = 0, peak = 0;
     for (const Action& a : stage_actions(o.schedule, r, stages, o.microbatches, chunks)) {
       const int k = a.chunk * stages + r;
@@ -82,9 +101,12 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
       } else {
         // The gradient received from the next stage and the one sent back, each [T, C].
         const double edges = 4 * tokens * C * ((last ? 0 : 1) + (k == 0 ? 0 : 1));
-        const double transient = std::max({block_backward, k == 0 ? 4 * V * C : 0.0,
-                                           o.activation_checkpointing && last ? loss : 0.0});
-        const double running = (o.activation_checkpointing ? saved(k) : 0.0) + edges + transient;
+        // The blocks' backward frees what the forward (run again under checkpointing) saved
+        // before the embedding's weight gradient comes at its end.
+        const double recomputed = o.activation_checkpointing ? saved(k) : 0.0;
+        const double running =
+            edges + std::max(recomputed + std::max(block_backward, o.activation_checkpointing && last ? loss : 0.0),
+                             k == 0 ? 4 * V * C : 0.0);
         peak = std::max(peak, held + running);
         held -= kept;
       }
@@ -93,7 +115,12 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     // The backend's staging buffers, and with replicas the f32 buffer of the stage's gather
     // (before the forwards) or of its gradients' reduce-scatter (after the backwards), with the
     // reduce-scatter's scratch of one rank's range.
+    // Besides, each group the strategy splits off maps a channel of its own: a replica's
+    // pipeline, a stage's replicas, its tensor-parallel ranks, and the two stages of a tied head.
     m.communication = estimate::communication_bytes(w) + (replicas > 1 ? 4 * whole + 4 * mine : 0);
+    if (stages < w.world) m.communication += estimate::group_channel_bytes(stages, w);
+    m.communication += estimate::group_channel_bytes(replicas, w) + estimate::group_channel_bytes(T, w);
+    if (tied_across_stages && (r == 0 || r == stages - 1)) m.communication += estimate::group_channel_bytes(2, w);
     out.push_back(m);
   }
   return out;
@@ -105,10 +132,11 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
   if (stages.empty()) return {};
   const auto worst = std::ranges::max_element(stages, {}, &estimate::Memory::total);
   const PipelineOptions o = read_options(config);
-  const int replicas = w.world / static_cast<int>(stages.size());
+  const int T = o.tensor_parallel, replicas = w.world / (static_cast<int>(stages.size()) * T);
   const std::string grid = std::to_string(stages.size()) + " stages" +
                            (o.stages_per_rank > 1 ? " of " + std::to_string(o.stages_per_rank) + " chunks" : "") +
-                           (replicas > 1 ? " x " + std::to_string(replicas) + " replicas" : "");
+                           (replicas > 1 ? " x " + std::to_string(replicas) + " replicas" : "") +
+                           (T > 1 ? " x " + std::to_string(T) + " tensor-parallel" : "");
   return {{.plan = "PIPELINE " + to_string(o.schedule) + " (" + grid + ", " + std::to_string(o.microbatches) +
                    " microbatches)",
            .memory = *worst}};

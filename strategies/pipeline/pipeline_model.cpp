@@ -13,6 +13,8 @@
 #include "acc/ops/loss.h"
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
+#include "common/axis_names.h"
+#include "common/structure_sharding.h"
 
 namespace acc::pipeline {
 
@@ -68,10 +70,19 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       lm_(causal_lm(module())),
       world_(std::move(world)),
       options_(std::move(options)),
-      grid_(stage_grid(options_.stages, world_->size(), world_->rank())),
-      pipe_(grid_.replicas == 1 ? world_ : world_->split(grid_.replica, grid_.stage, "pipeline")),
+      grid_(stage_grid(options_.stages, options_.tensor_parallel, world_->size(), world_->rank())),
+      // One pipeline per replica and tensor-parallel rank: the ranks with its coordinates.
+      pipe_(world_->size() == grid_.stages
+                ? world_
+                : world_->split(grid_.replica * grid_.tensor_parallel + grid_.model, grid_.stage, "pipeline")),
       link_(pipe_) {
-  if (grid_.replicas > 1) fsdp_ = world_->split(grid_.stage, grid_.replica, "pipeline stage fsdp");
+  const int T = grid_.tensor_parallel;
+  if (grid_.replicas > 1) fsdp_ = world_->split(grid_.stage * T + grid_.model, grid_.replica, "pipeline stage fsdp");
+  if (T > 1) {
+    auto group = world_->split(grid_.stage * grid_.replicas + grid_.replica, grid_.model, "pipeline stage model");
+    tensor_parallel_ = std::make_unique<parallel::TensorParallel>(kStrategy, module(),
+                                                                  parallel::structure_sharding(module()), group);
+  }
   const auto all = module().named_parameters();
   const ChainParameters parameters = chain_parameters(lm_);
   const int chunks = options_.stages_per_rank;
@@ -91,8 +102,8 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   for (const auto& [name, p] : all) {
     const std::vector<int>& ranks = held_by.at(name);  // of the pipeline
     const bool mine = std::ranges::find(ranks, stage()) != ranks.end();
-    if (ranks.size() > 1 && !groups.count(ranks))  // the holders of one replica
-      groups[ranks] = world_->split(mine ? grid_.replica : -1, 0, "pipeline tied " + name);
+    if (ranks.size() > 1 && !groups.count(ranks))  // the holders of one replica and tensor-parallel rank
+      groups[ranks] = world_->split(mine ? grid_.replica * T + grid_.model : -1, 0, "pipeline tied " + name);
     if (!mine) {  // its shape stays (whole_parameter_shapes, FLOPs), its memory goes
       module().replace_parameter(name, Tensor::unallocated(p.shape(), p.dtype()));
       continue;
@@ -102,8 +113,10 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       Tensor whole = Tensor::empty(p.shape(), p.dtype());
       nn::fill_part(p, 0, p.numel(), whole.data<float>());
       module().replace_parameter(name, whole);
-      held.master = module().parameter(name);
     }
+    if (const auto* split = tensor_parallel_ ? tensor_parallel_->split_of(name) : nullptr)
+      module().replace_parameter(name, parallel::take_slice(module().parameter(name), *split, grid_.model, T));
+    held.master = module().parameter(name);
     if (options_.bf16) {
       module().replace_parameter(name, held.master.to(DType::bf16));
       held.compute = module().parameter(name);
@@ -112,6 +125,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
     held_.push_back(std::move(held));
   }
   if (options_.bf16) module().set_compute_dtype(DType::bf16);
+  if (tensor_parallel_) tensor_parallel_->install();
   if (!fsdp_) return;
   // Over the stage's replicas each rank keeps a range of every master; the module computes with
   // the whole parameters, gathered before each forward.
@@ -153,9 +167,34 @@ std::vector<ShardedModel::ParameterPiece> PipelineModel::parameter_pieces() cons
     if (fsdp_) piece.placements.push_back({.axis = "fsdp", .kind = Placement::Kind::sharded, .ranks = grid_.replicas});
     if (h.holders > 1)
       piece.placements.push_back({.axis = "pipeline", .kind = Placement::Kind::replicated, .ranks = h.holders});
+    if (tensor_parallel_) {
+      const auto* split = tensor_parallel_->split_of(h.name);
+      if (split) piece.slice = tensor_parallel_->slice_held(*split);
+      piece.placements.push_back({.axis = parallel::kModelAxis,
+                                  .kind = split ? Placement::Kind::split : Placement::Kind::replicated,
+                                  .ranks = grid_.tensor_parallel});
+    }
     pieces.push_back(std::move(piece));
   }
   return pieces;
+}
+
+std::vector<std::pair<std::string, Shape>> PipelineModel::whole_parameter_shapes() const {
+  auto shapes = ShardedModel::whole_parameter_shapes();
+  if (tensor_parallel_)
+    for (auto& [name, shape] : shapes)
+      if (const auto* split = tensor_parallel_->split_of(name)) shape = split->full_shape;
+  return shapes;
+}
+
+void PipelineModel::begin_full_params(bool writeback) {
+  ShardedModel::begin_full_params(writeback);
+  if (tensor_parallel_) tensor_parallel_->step_aside();
+}
+
+void PipelineModel::end_full_params(bool writeback) noexcept {
+  if (tensor_parallel_) tensor_parallel_->step_in();
+  ShardedModel::end_full_params(writeback);
 }
 
 models::ModelOutput PipelineModel::forward(const data::Batch& batch) {
@@ -289,10 +328,11 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
   std::vector<std::pair<Tensor, Tensor>> gradients;
   for (size_t i = 0; i < held_.size(); ++i)
     if (grads[i].defined() && held_[i].master.requires_grad()) gradients.emplace_back(held_[i].master, grads[i]);
-  // The batch's loss on every rank: the mean of the replicas' last stages'.
+  // The batch's loss on every rank: the mean of the replicas' last stages' (each of a stage's
+  // tensor-parallel ranks has it whole).
   Tensor loss = Tensor::from_vector({stage() == grid_.stages - 1 ? static_cast<float>(step_loss_) : 0.f}, {1});
   world_->all_reduce(loss);
-  loss = Tensor::from_vector({loss.item() / static_cast<float>(grid_.replicas)}, {});
+  loss = Tensor::from_vector({loss.item() / static_cast<float>(grid_.replicas * grid_.tensor_parallel)}, {});
   timeline_.end_step(world_->rank());
   return own_step(loss, std::move(gradients));
 }
@@ -305,9 +345,11 @@ models::ModelOutput PipelineModel::evaluate(const data::Batch& batch) {
     const int k = virtual_stage(c);
     Tensor x = k == 0 ? lm_.embed(batch["input_ids"]) : link_.recv((stage() + p - 1) % p, kEvaluationTag + k);
     x = run_layers(x, k);
-    if (k == plan_.stages() - 1)
+    if (k == plan_.stages() - 1) {
       out = lm_.head_output(lm_.final_norm(x), batch);
-    else
+      if (tensor_parallel_ && tensor_parallel_->splits_vocabulary())  // each rank made its vocabulary's logits
+        out.logits = tensor_parallel_->gather_vocabulary(out.logits);
+    } else
       link_.send(x, (stage() + 1) % p, kEvaluationTag + k + 1);
   }
   link_.flush();

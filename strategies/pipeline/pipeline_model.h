@@ -11,6 +11,11 @@
 // the stages once on the whole batch and gives every rank of the pipeline the last stage's
 // output (with replicas, each replica its own batch's, as data-parallel ranks do).
 //
+// With pipeline_config.tensor_parallel T > 1 each stage's layers are split over T neighbouring
+// ranks (parallel::TensorParallel, from the split the model's Structure implies): each holds its
+// heads, MLP units and vocabulary rows, and runs the same schedule as the others, each sending
+// its (whole) activations to its own counterpart in the next stage.
+//
 // Under bf16 compute the module computes with a bf16 copy of each held parameter, which the
 // optimizer writes with the f32 master; gradients are summed over microbatches in f32. With
 // activation checkpointing a stage keeps only each in-flight microbatch's input and runs its
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "acc/strategy/sharded_model.h"
+#include "common/tensor_parallel.h"
 #include "pipeline_options.h"
 #include "stage_link.h"
 #include "stage_shards.h"
@@ -39,8 +45,10 @@ class PipelineModel : public ShardedModel {
   std::vector<std::pair<std::string, Tensor>> named_parameters() const override;
   std::vector<optim::ParamGroup> param_groups(double weight_decay) const override;
   std::shared_ptr<dist::ProcessGroup> gradient_norm_group() const override { return world_; }
-  // The default pieces, a tied parameter's marked as held by each of its stages.
+  // The default pieces, a tied parameter's marked as held by each of its stages, a
+  // tensor-parallel one's by the slice it holds.
   std::vector<ParameterPiece> parameter_pieces() const override;
+  std::vector<std::pair<std::string, Shape>> whole_parameter_shapes() const override;
 
   int stage() const { return grid_.stage; }  // this rank's place in the pipeline
 
@@ -62,6 +70,9 @@ class PipelineModel : public ShardedModel {
   Tensor run_layers(Tensor x, int virtual_stage);
   // The last stage's output sent to every rank.
   models::ModelOutput share_output(const models::ModelOutput& out);
+  // The default summon, with the tensor-parallel hooks stepped aside while it lasts.
+  void begin_full_params(bool writeback) override;
+  void end_full_params(bool writeback) noexcept override;
 
   models::CausalLM& lm_;
   std::shared_ptr<dist::ProcessGroup> world_;
@@ -69,6 +80,7 @@ class PipelineModel : public ShardedModel {
   StageGrid grid_;
   std::shared_ptr<dist::ProcessGroup> pipe_;  // this replica's stages, ranked by stage
   std::shared_ptr<dist::ProcessGroup> fsdp_;  // this stage's replicas; null with one
+  std::unique_ptr<parallel::TensorParallel> tensor_parallel_;  // over this stage's T ranks; null with one
   StagePlan plan_;
   StageLink link_;
   // This stage's parameters: the f32 master the optimizer updates (the whole parameter, or this

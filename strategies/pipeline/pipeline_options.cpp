@@ -15,9 +15,15 @@ OptionSection option_section() {
                        "(1F1B over stages_per_rank chunks per rank: a smaller bubble)",
                .question = "Pipeline schedule?"},
               {.key = "stages", .type = T::integer, .default_value = "0", .min = 0,
-               .help = "pipeline stages (0: one per process); with fewer, each stage runs on processes / stages "
-                       "ranks that see different data and shard the stage's parameters (pipeline x fsdp)",
+               .help = "pipeline stages (0: one per process, or per tensor_parallel processes); with fewer, each "
+                       "stage runs on processes / (stages x tensor_parallel) replicas that see different data and "
+                       "shard the stage's parameters (pipeline x fsdp)",
                .question = "Pipeline: stages (0: one per process)?"},
+              {.key = "tensor_parallel", .type = T::integer, .default_value = "1", .min = 1,
+               .help = "ranks each stage's layers are split over by tensor parallelism (attention heads, MLP "
+                       "units and the vocabulary of the embedding and head, as Megatron-LM splits them); processes "
+                       "= stages x replicas x tensor_parallel, a stage's tensor-parallel ranks neighbours",
+               .question = "Pipeline: tensor-parallel ranks per stage (1: none)?"},
               {.key = "stages_per_rank", .type = T::integer, .default_value = "1", .min = 1,
                .help = "chunks of the model each pipeline rank holds (virtual stages c * stages + rank); 2 or more "
                        "with schedule interleaved_1F1B",
@@ -44,6 +50,7 @@ PipelineOptions read_options(const Config& config) {
   const OptionValues v = config.section(kSection);
   return {.schedule = parse_schedule(v.text("schedule")),
           .stages = static_cast<int>(v.integer("stages")),
+          .tensor_parallel = static_cast<int>(v.integer("tensor_parallel")),
           .stages_per_rank = static_cast<int>(v.integer("stages_per_rank")),
           .microbatches = static_cast<int>(v.integer("microbatches")),
           .split_points = v.texts("split_points"),

@@ -17,7 +17,8 @@ OptionSection option_section();
 
 struct PipelineOptions {
   Schedule schedule = Schedule::one_f_one_b;
-  int stages = 0;  // 0: one per rank
+  int stages = 0;  // 0: one per rank (per tensor_parallel ranks)
+  int tensor_parallel = 1;  // ranks a stage's layers are split over
   int stages_per_rank = 1;  // chunks of the model per rank (interleaved_1F1B)
   int microbatches = 4;
   std::vector<std::string> split_points{};  // layer names where a stage begins; ["auto"]: balanced

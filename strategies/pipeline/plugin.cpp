@@ -33,7 +33,10 @@ class PipelineStrategy : public Strategy {
   int data_parallel_size() const override { return grid().replicas; }
 
  private:
-  StageGrid grid() const { return stage_grid(read_options(config()).stages, world()->size(), world()->rank()); }
+  StageGrid grid() const {
+    const PipelineOptions o = read_options(config());
+    return stage_grid(o.stages, o.tensor_parallel, world()->size(), world()->rank());
+  }
 };
 
 void register_pipeline(plugin::Registry& registry) {

@@ -21,12 +21,18 @@ std::string layer_range(const std::vector<std::string>& layers) {
 
 }  // namespace
 
-StageGrid stage_grid(int stages, int world, int rank) {
-  if (stages == 0) stages = world;
-  ACC_CHECK(stages >= 1 && world % stages == 0, "pipeline_config.stages: ", stages, " stages do not divide the ",
-            world, " processes; each stage runs on processes / stages replicas (0: one stage per process)");
-  const int replicas = world / stages;
-  return {.stages = stages, .replicas = replicas, .stage = rank / replicas, .replica = rank % replicas};
+StageGrid stage_grid(int stages, int tensor_parallel, int world, int rank) {
+  ACC_CHECK(tensor_parallel >= 1 && world % tensor_parallel == 0, "pipeline_config.tensor_parallel: ",
+            tensor_parallel, " tensor-parallel ranks per stage do not divide the ", world, " processes");
+  const int groups = world / tensor_parallel;  // of tensor-parallel ranks
+  if (stages == 0) stages = groups;
+  ACC_CHECK(stages >= 1 && groups % stages == 0, "pipeline_config.stages: ", stages, " stages do not divide the ",
+            world, " processes", tensor_parallel > 1 ? " over " + std::to_string(tensor_parallel) + " tensor-parallel ranks" : "",
+            "; each stage runs on processes / (stages x tensor_parallel) replicas (0: one stage per ",
+            tensor_parallel > 1 ? "tensor_parallel processes)" : "process)");
+  const int replicas = groups / stages, group = rank / tensor_parallel;
+  return {.stages = stages, .replicas = replicas, .tensor_parallel = tensor_parallel,
+          .stage = group / replicas, .replica = group % replicas, .model = rank % tensor_parallel};
 }
 
 int StagePlan::stage_of_layer(int64_t layer) const {

@@ -13,15 +13,17 @@
 
 namespace acc::pipeline {
 
-// Where a rank sits among `stages` pipeline stages of `replicas` ranks each (ranks / stages),
-// stage-major: a stage's replicas are neighbouring ranks (on one node, when a node holds a
-// whole stage), so the stages' messages are what crosses nodes, not the replicas' gathers.
+// Where a rank sits among `stages` pipeline stages, each run by `replicas` data-parallel replicas
+// of `tensor_parallel` ranks each, stage-major and tensor-parallel ranks innermost: a stage's
+// ranks are neighbours (on one node, when a node holds a whole stage), so the stages' messages
+// are what crosses nodes, not the replicas' gathers or the tensor-parallel sums.
 struct StageGrid {
-  int stages = 1, replicas = 1;
-  int stage = 0, replica = 0;
+  int stages = 1, replicas = 1, tensor_parallel = 1;
+  int stage = 0, replica = 0, model = 0;  // model: the rank's place among the tensor-parallel ones
 };
-// `stages` 0: one per rank. Errors name pipeline_config.stages.
-StageGrid stage_grid(int stages, int world, int rank);
+// `stages` 0: one per `tensor_parallel` ranks. Errors name pipeline_config.stages or
+// pipeline_config.tensor_parallel.
+StageGrid stage_grid(int stages, int tensor_parallel, int world, int rank);
 
 struct StagePlan {
   // Per stage, the chain's layers [begin, end) it runs.

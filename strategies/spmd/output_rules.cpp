@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "acc/util/error.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
 namespace acc::spmd {
 
@@ -25,10 +25,10 @@ std::map<std::string, nn::Module*> modules_by_path(models::Model& model) {
 }  // namespace
 
 void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
-                        const TensorParallel& tensor_parallel, const Mesh& mesh) {
+                        const parallel::TensorParallel& tensor_parallel, const Mesh& mesh) {
   const auto modules = modules_by_path(model);
-  const bool model_axis = mesh.has_axis(kModelAxis) && mesh.size(kModelAxis) > 1;
-  const SplitLayers* split = tensor_parallel.split_layers();
+  const bool model_axis = mesh.has_axis(parallel::kModelAxis) && mesh.size(parallel::kModelAxis) > 1;
+  const parallel::SplitLayers* split = tensor_parallel.split_layers();
   for (const auto& [path, rule] : sharding.outputs) {
     const nn::Module* m = modules.at(path);
     auto fail = [&](const std::string& why) { fail_rule(rule, *m, path, why); };
@@ -37,19 +37,19 @@ void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
            "tensor: [0] is that tensor");
     const auto& dims = rule.spec.dims;
     if (dims.empty()) continue;
-    if (dims[0] != std::vector<std::string>{kFsdpAxis})
+    if (dims[0] != std::vector<std::string>{parallel::kFsdpAxis})
       fail("must split dim 0 (the batch) over fsdp: SPMD is data parallel over that axis");
-    const bool hidden_inside = model_axis && split && split->split() == SplitDim::hidden && split->contains(m);
-    if (hidden_inside && dims.back() != std::vector<std::string>{kModelAxis})
+    const bool hidden_inside = model_axis && split && split->split() == parallel::SplitDim::hidden && split->contains(m);
+    if (hidden_inside && dims.back() != std::vector<std::string>{parallel::kModelAxis})
       fail("must split the last dim over `model`: inside the layers whose outputs the rules split on the hidden "
            "dim, every module's output is split so");
     for (size_t d = 1; d < dims.size(); ++d) {
       if (dims[d].empty()) continue;
-      const bool over_model = dims[d] == std::vector<std::string>{kModelAxis};
+      const bool over_model = dims[d] == std::vector<std::string>{parallel::kModelAxis};
       const bool sequence = d == 1 && dims.size() >= 3, last = d + 1 == dims.size();
       if (!over_model || !(sequence || last))
         fail("is not supported: past the batch only the sequence (dim 1) or the last dim may be split, over `model`");
-      if (sequence || !model_axis) continue;  // sequence: SplitLayers::plan checked the layers
+      if (sequence || !model_axis) continue;  // sequence: parallel::SplitLayers::plan checked the layers
       if (!tensor_parallel.splits_output(m) && !hidden_inside)
         fail("splits the last dim over `model`, which only a column-parallel Linear's output is, or the output of a "
              "stack's layers (and of every module in them) where the rules split the layers on the hidden dim");
@@ -58,9 +58,9 @@ void check_output_rules(const ResolvedSharding& sharding, models::Model& model,
 }
 
 std::vector<autograd::HookHandle> check_outputs_at_calls(const ResolvedSharding& sharding, models::Model& model,
-                                                         const SplitLayers* split) {
+                                                         const parallel::SplitLayers* split) {
   const auto modules = modules_by_path(model);
-  if (split && split->split() != SplitDim::sequence) split = nullptr;
+  if (split && split->split() != parallel::SplitDim::sequence) split = nullptr;
   std::vector<autograd::HookHandle> checks;
   for (const auto& [path, rule] : sharding.outputs)
     checks.push_back(modules.at(path)->add_call_wrapper(
@@ -73,7 +73,7 @@ std::vector<autograd::HookHandle> check_outputs_at_calls(const ResolvedSharding&
           if (!split || !split->contains(&m) || split->is_layer(&m)) return y;
           const std::optional<bool> sliced = split->holds_slice(y);  // only for outputs of 3 or more dims
           if (!sliced) return y;
-          const bool says_sliced = rule.spec.dims[1] == std::vector<std::string>{kModelAxis};
+          const bool says_sliced = rule.spec.dims[1] == std::vector<std::string>{parallel::kModelAxis};
           if (*sliced != says_sliced)
             fail(std::string("says its sequence (dim 1) is ") + (says_sliced ? "split over `model`" : "whole") +
                  ", but in a layer whose sequence is split it " +

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "acc/util/log.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
 namespace acc::spmd {
 
@@ -15,9 +15,9 @@ ResolvedSharding resolve_sharding(models::Model& model, const std::vector<std::s
   for (auto& [path, _] : model.named_modules())
     if (!path.empty()) modules.push_back(path);
   if (rules_file.empty())
-    return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, axis_names, kFsdpAxis);
+    return ShardingRules::parse("{}", "FSDPv2 default").resolve(params, modules, axis_names, parallel::kFsdpAxis);
   ShardingRules rules = ShardingRules::from_file(rules_file);
-  rules.rename_axis(kTensorAxisAlias, kModelAxis);
+  rules.rename_axis(parallel::kTensorAxisAlias, parallel::kModelAxis);
   ResolvedSharding sharding = rules.resolve(params, modules, axis_names);
   for (const auto& warning : sharding.warnings) log::warn("{}", warning);
   // acc's modules return one tensor: `[0]` names it as the plain key does, and of the two the

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "axis_names.h"
+#include "common/axis_names.h"
 #include "resolve_sharding.h"
 
 namespace acc::spmd {
@@ -14,10 +14,10 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
   std::vector<std::string> axes = spmd.axis_names;
   int fsdp = 0, model_ranks = 1, ranks = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
-    axes[i] = engine_axis(axes[i]);
+    axes[i] = parallel::engine_axis(axes[i]);
     ranks *= spmd.mesh_shape[i];
-    if (axes[i] == kFsdpAxis) fsdp = spmd.mesh_shape[i];
-    if (axes[i] == kModelAxis) model_ranks = spmd.mesh_shape[i];
+    if (axes[i] == parallel::kFsdpAxis) fsdp = spmd.mesh_shape[i];
+    if (axes[i] == parallel::kModelAxis) model_ranks = spmd.mesh_shape[i];
   }
   if (fsdp == 0 || ranks != w.world) return {};
 
@@ -44,11 +44,11 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& [name, spec] = sharding.parameters[i];
     const auto used = spec.axes();
-    const bool over_fsdp = std::ranges::find(used, kFsdpAxis) != used.end();
-    const bool over_model = std::ranges::find(used, kModelAxis) != used.end();
+    const bool over_fsdp = std::ranges::find(used, parallel::kFsdpAxis) != used.end();
+    const bool over_model = std::ranges::find(used, parallel::kModelAxis) != used.end();
     const std::vector<Placement> placements{
-        {kFsdpAxis, over_fsdp ? Placement::Kind::sharded : Placement::Kind::replicated, fsdp},
-        {kModelAxis, over_model ? Placement::Kind::split : Placement::Kind::replicated, model_ranks}};
+        {parallel::kFsdpAxis, over_fsdp ? Placement::Kind::sharded : Placement::Kind::replicated, fsdp},
+        {parallel::kModelAxis, over_model ? Placement::Kind::split : Placement::Kind::replicated, model_ranks}};
     const int64_t numel = params[i].second.numel();
     held += held_elements(numel, placements);
     const bool root = !in_block(name);

@@ -3,12 +3,12 @@
 #include <cmath>
 
 #include "acc/util/activity.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
 namespace acc::spmd {
 
 SpmdModel::SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
-                     std::unique_ptr<TensorParallel> tensor_parallel, std::shared_ptr<Mesh> mesh,
+                     std::unique_ptr<parallel::TensorParallel> tensor_parallel, std::shared_ptr<Mesh> mesh,
                      OutputSharding output_sharding, std::vector<autograd::HookHandle> output_checks)
     : ShardedModel("SPMD(" + mesh->describe() + ")", std::move(module)),
       engine_(std::move(engine)),
@@ -37,15 +37,15 @@ std::vector<std::pair<std::string, Tensor>> SpmdModel::full_parameters() {
 
 std::vector<ShardedModel::ParameterPiece> SpmdModel::parameter_pieces() const {
   auto pieces = engine_->parameter_pieces();
-  const int model_ranks = mesh_->has_axis(kModelAxis) ? mesh_->size(kModelAxis) : 1;
+  const int model_ranks = mesh_->has_axis(parallel::kModelAxis) ? mesh_->size(parallel::kModelAxis) : 1;
   for (auto& piece : pieces) {
     const auto* split = tensor_parallel_->split_of(piece.name);
     if (split) {
       piece.shape = split->full_shape;
       piece.slice = tensor_parallel_->slice_held(*split);
     }
-    if (mesh_->has_axis(kModelAxis))
-      piece.placements.push_back({kModelAxis, split ? Placement::Kind::split : Placement::Kind::replicated, model_ranks});
+    if (mesh_->has_axis(parallel::kModelAxis))
+      piece.placements.push_back({parallel::kModelAxis, split ? Placement::Kind::split : Placement::Kind::replicated, model_ranks});
   }
   return pieces;
 }

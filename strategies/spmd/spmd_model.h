@@ -9,7 +9,7 @@
 #include "acc/distributed/mesh.h"
 #include "fsdp/fsdp_model.h"
 #include "output_sharding.h"
-#include "tensor_parallel.h"
+#include "common/tensor_parallel.h"
 
 namespace acc::spmd {
 
@@ -17,7 +17,7 @@ class SpmdModel final : public ShardedModel {
  public:
   // `output_checks`: the hooks checking the module output rules at each call, removed with it.
   SpmdModel(std::shared_ptr<models::Model> module, std::shared_ptr<fsdp::FsdpModel> engine,
-            std::unique_ptr<TensorParallel> tensor_parallel, std::shared_ptr<Mesh> mesh, OutputSharding output_sharding,
+            std::unique_ptr<parallel::TensorParallel> tensor_parallel, std::shared_ptr<Mesh> mesh, OutputSharding output_sharding,
             std::vector<autograd::HookHandle> output_checks);
   ~SpmdModel() override;
   SpmdModel(const SpmdModel&) = delete;
@@ -48,7 +48,7 @@ class SpmdModel final : public ShardedModel {
   void end_full_params(bool writeback) noexcept override;
 
   std::shared_ptr<fsdp::FsdpModel> engine_;
-  std::unique_ptr<TensorParallel> tensor_parallel_;
+  std::unique_ptr<parallel::TensorParallel> tensor_parallel_;
   std::shared_ptr<Mesh> mesh_;
   OutputSharding output_sharding_;
   std::vector<autograd::HookHandle> output_checks_;

@@ -12,7 +12,7 @@
 #include "resolve_sharding.h"
 #include "spmd_estimate.h"
 #include "spmd_model.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
 namespace acc::spmd {
 
@@ -26,7 +26,7 @@ std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
   std::set<std::string> whole;
   for (const auto& [name, spec] : sharding.parameters) {
     const auto axes = spec.axes();
-    if (std::find(axes.begin(), axes.end(), kFsdpAxis) == axes.end()) whole.insert(name);
+    if (std::find(axes.begin(), axes.end(), parallel::kFsdpAxis) == axes.end()) whole.insert(name);
   }
   fsdp::UnitPlan replicated{"<whole over fsdp>", &model, {}, true};
   for (auto& plan : plans) {
@@ -53,14 +53,14 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
   const SpmdConfig& spmd = config.dist.spmd;
   std::vector<std::string> axes = spmd.axis_names;
   for (auto& axis : axes) {
-    ACC_CHECK(axis == kFsdpAxis || axis == kModelAxis || axis == kTensorAxisAlias, "spmd_config.axis_names: '", axis,
+    ACC_CHECK(axis == parallel::kFsdpAxis || axis == parallel::kModelAxis || axis == parallel::kTensorAxisAlias, "spmd_config.axis_names: '", axis,
               "' is not an axis acc's SPMD engine runs: fsdp (data parallel, parameters sharded) "
               "and model (tensor parallel; torchprime's `tensor` is another name for it)");
-    axis = engine_axis(axis);
+    axis = parallel::engine_axis(axis);
   }
-  ACC_CHECK(std::count(axes.begin(), axes.end(), kModelAxis) <= 1,
+  ACC_CHECK(std::count(axes.begin(), axes.end(), parallel::kModelAxis) <= 1,
             "spmd_config.axis_names: `model` and `tensor` are two names of the tensor-parallel axis; name it once");
-  ACC_CHECK(std::find(axes.begin(), axes.end(), kFsdpAxis) != axes.end(),
+  ACC_CHECK(std::find(axes.begin(), axes.end(), parallel::kFsdpAxis) != axes.end(),
             "spmd_config.axis_names: the mesh has no `fsdp` axis; SPMD splits batches and shards "
             "parameters over it (plain FSDPv2 is mesh_shape [", world->size(),
             ", 1] with axis_names [fsdp, model])");
@@ -72,14 +72,14 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   ACC_CHECK(model, name(), ": the model to wrap is null");
   const ResolvedSharding sharding = resolve_sharding(*model, mesh_->axis_names(), config().dist.spmd.sharding_rules);
   fsdp::prepare_model(*model, config(), *world());
-  const auto& model_group = mesh_->has_axis(kModelAxis) ? mesh_->group(kModelAxis) : self_group_;
-  auto tensor_parallel = std::make_unique<TensorParallel>(*model, sharding, model_group);
+  const auto& model_group = mesh_->has_axis(parallel::kModelAxis) ? mesh_->group(parallel::kModelAxis) : self_group_;
+  auto tensor_parallel = std::make_unique<parallel::TensorParallel>(name(), *model, sharding, model_group);
   check_output_rules(sharding, *model, *tensor_parallel, *mesh_);
   // Before any other wrapper (the engine's, the tensor-parallel ones): outermost.
   auto output_checks = check_outputs_at_calls(sharding, *model, tensor_parallel->split_layers());
   tensor_parallel->slice_parameters(*model);
 
-  const auto& fsdp_group = mesh_->group(kFsdpAxis);
+  const auto& fsdp_group = mesh_->group(parallel::kFsdpAxis);
   auto plans = fsdp::plan_units(*model, config().dist.fsdp, model->structure());
   auto whole = keep_whole_over_fsdp(plans, sharding, *model);
   using Kind = ShardedModel::Placement::Kind;
@@ -87,19 +87,19 @@ std::shared_ptr<ShardedModel> SpmdStrategy::wrap(std::shared_ptr<models::Model> 
   auto options = fsdp::engine_options(
       config(), *model,
       {.strategy = name(),
-       .groups = {.shard = fsdp_group, .replicate = self_group_, .placements = {{kFsdpAxis, Kind::sharded, fsdp}}},
+       .groups = {.shard = fsdp_group, .replicate = self_group_, .placements = {{parallel::kFsdpAxis, Kind::sharded, fsdp}}},
        .replicated_groups = {.shard = self_group_,  // whole over fsdp
                              .replicate = fsdp_group,
-                             .placements = {{kFsdpAxis, Kind::replicated, fsdp}}},
+                             .placements = {{parallel::kFsdpAxis, Kind::replicated, fsdp}}},
        .reshard_after_forward = true,
        .shard_size = fsdp_group->size()});
   // The fsdp axis alone splits the embedding and head by rows (FSDPv2 shards dim 0), as the
   // vocabulary-parallel units do; tensor parallelism splits the head over `model` itself.
   options.vocab_parallel = options.vocab_parallel && model_group->size() == 1;
-  const SplitLayers* split = tensor_parallel->split_layers();
+  const parallel::SplitLayers* split = tensor_parallel->split_layers();
   log::debug("SPMD: {}, {} units, {} parameters split over model{}, {} whole over fsdp", mesh_->describe(),
              plans.size(), tensor_parallel->splits().size(),
-             !split ? "" : split->split() == SplitDim::sequence ? " and the layers' sequence" : " and the layers' hidden dim",
+             !split ? "" : split->split() == parallel::SplitDim::sequence ? " and the layers' sequence" : " and the layers' hidden dim",
              whole.size());
   auto engine = std::make_shared<fsdp::FsdpModel>(model, std::move(plans), std::move(options));
   tensor_parallel->install();

@@ -14,7 +14,7 @@
 
 #include "acc/strategy/strategy.h"
 #include "acc/distributed/mesh.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
 namespace acc::spmd {
 
@@ -24,8 +24,8 @@ class SpmdStrategy final : public Strategy {
   void setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
              const Config& config) override;
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;
-  int data_parallel_rank() const override { return mesh_->coordinate(kFsdpAxis); }
-  int data_parallel_size() const override { return mesh_->size(kFsdpAxis); }
+  int data_parallel_rank() const override { return mesh_->coordinate(parallel::kFsdpAxis); }
+  int data_parallel_size() const override { return mesh_->size(parallel::kFsdpAxis); }
   std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                                 const Config& config) const override;
 

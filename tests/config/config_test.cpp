@@ -49,7 +49,8 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
       EXPECT_EQ(c.strategy_name(), "PIPELINE");
       EXPECT_EQ(c.dist.num_processes, 4);
       EXPECT_EQ(c.section("pipeline_config").text("schedule"), "1F1B");
-      EXPECT_EQ(c.section("pipeline_config").integer("stages"), name == "pipeline_fsdp.yaml" ? 2 : 0);
+      EXPECT_EQ(c.section("pipeline_config").integer("stages"), name == "pipeline_1f1b.yaml" ? 0 : 2);
+      EXPECT_EQ(c.section("pipeline_config").integer("tensor_parallel"), name == "pipeline_tp.yaml" ? 2 : 1);
       EXPECT_NO_THROW(c.validate());
       ++pipeline_checked;
       continue;
@@ -86,7 +87,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
   EXPECT_EQ(checked, static_cast<int>(expected.size()));
   EXPECT_EQ(spmd_checked, 3);
   EXPECT_EQ(auto_checked, 1);
-  EXPECT_EQ(pipeline_checked, 2);
+  EXPECT_EQ(pipeline_checked, 3);
 }
 
 // Sets (or, with nullopt, unsets) one variable for a test and restores it afterwards.

@@ -17,12 +17,20 @@ namespace {
 // The coefficients are what acc's ops keep, found by measuring each op (tests/distributed/fsdp/
 // estimate_test.cpp checks them): GPT-2 keeps 17 C (bf16: 13.5 C: the matmul inputs are bf16)
 // plus attention's log-sum-exp (H) and the norms' statistics; Llama keeps 7 C + 3 I + 2 kv
-// (bf16: 2.5 I).
-double block_saved_per_token(const ModelShape& s, bool bf16) {
+// (bf16: 2.5 I). Split over `model_ranks` tensor-parallel ranks, the attention heads' and the
+// MLP's hidden units' share of those (GPT-2: q, k, v, the attention output and the MLP's two
+// 4 C activations, 12 of the 17 C; Llama: q, its rotation and the attention output, 3 of the
+// 7 C) is divided among them, the residual stream and the norms' are not; `s` then gives the
+// heads, kv width and intermediate size one rank computes.
+double block_saved_per_token(const ModelShape& s, bool bf16, int model_ranks = 1) {
   const auto C = static_cast<double>(s.hidden), I = static_cast<double>(s.intermediate),
              kv = static_cast<double>(s.kv_hidden), H = static_cast<double>(s.heads);
-  if (s.family == Family::gpt2) return (bf16 ? 13.5 : 17.0) * C + H + (bf16 ? 5.0 : 4.0);
-  return 7.0 * C + (bf16 ? 2.5 : 3.0) * I + 2.0 * kv + H + (bf16 ? 3.0 : 2.0);
+  const auto t = static_cast<double>(model_ranks);
+  if (s.family == Family::gpt2) {
+    const double whole = bf16 ? 4.0 : 5.0, split = bf16 ? 9.5 : 12.0;
+    return (whole + split / t) * C + H + (bf16 ? 5.0 : 4.0);
+  }
+  return (4.0 + 3.0 / t) * C + (bf16 ? 2.5 : 3.0) * I + 2.0 * kv + H + (bf16 ? 3.0 : 2.0);
 }
 
 // Outside the blocks: the embeddings' sum and the final norm (2 C, bf16 1.5 C) and the
@@ -33,7 +41,9 @@ double head_saved_per_token(const ModelShape& s, bool bf16) {
 
 }  // namespace
 
-double block_bytes_per_token(const ModelShape& s, bool bf16) { return 4.0 * block_saved_per_token(s, bf16); }
+double block_bytes_per_token(const ModelShape& s, bool bf16, int model_ranks) {
+  return 4.0 * block_saved_per_token(s, bf16, model_ranks);
+}
 double head_bytes_per_token(const ModelShape& s, bool bf16) { return 4.0 * head_saved_per_token(s, bf16); }
 
 Memory training_state(int64_t held, bool bf16) {
@@ -110,12 +120,14 @@ int64_t async_checkpoint_bytes(const ModelShape& shape, const Workload& w) {
   return 12 * shape.parameters / std::max(1, w.world);
 }
 
-int64_t communication_bytes(const Workload& w) {
-  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank on the node; with
-  // more than one node, a second channel for the urgent lane.
-  if (w.world == 1) return 0;
-  const int node = std::min(w.world, std::max(1, w.ranks_per_node)), lanes = w.world > node ? 2 : 1;
-  return 2 * lanes * static_cast<int64_t>(dist::staging_buffer_bytes()) * node;
+int64_t communication_bytes(const Workload& w) { return group_channel_bytes(w.world, w); }
+
+int64_t group_channel_bytes(int ranks, const Workload& w) {
+  // The OpenMPI plugin's shared-memory channel: two staging buffers per rank of the group on
+  // the node; with more than one node in the job, a second channel for the urgent lane.
+  if (ranks < 2) return 0;
+  const int node = std::max(1, w.ranks_per_node), lanes = w.world > std::min(w.world, node) ? 2 : 1;
+  return 2 * lanes * static_cast<int64_t>(dist::staging_buffer_bytes()) * std::min(ranks, node);
 }
 
 int64_t default_memory_limit(int ranks_per_node) {

@@ -47,8 +47,10 @@ Memory training_state(int64_t held, bool bf16);
 
 // What activation_bytes() is made of, for a strategy that runs a part of the model (a pipeline
 // stage): the bytes one transformer block saves for backward per token, and what the
-// embeddings' sum, the final norm and the loss save per token.
-double block_bytes_per_token(const ModelShape& shape, bool bf16);
+// embeddings' sum, the final norm and the loss save per token. With `model_ranks` > 1 a block
+// is split over that many tensor-parallel ranks (and `shape` gives one rank's heads, kv width
+// and intermediate size).
+double block_bytes_per_token(const ModelShape& shape, bool bf16, int model_ranks = 1);
 double head_bytes_per_token(const ModelShape& shape, bool bf16);
 // Peak activation bytes of one rank's forward + backward (0 for Family::other). With
 // vocab_ranks > 1 the embedding and head are split by vocabulary rows over that many ranks
@@ -63,6 +65,9 @@ int64_t activation_bytes(const ModelShape& shape, int64_t batch_per_rank, int64_
 int64_t async_checkpoint_bytes(const ModelShape& shape, const Workload& w);
 // What the comm backend holds per rank whatever the strategy (its staging buffers).
 int64_t communication_bytes(const Workload& w);
+// What one more process group of `ranks` that a strategy splits off maps on each of its ranks
+// (its own shared-memory channel among the ranks on a node).
+int64_t group_channel_bytes(int ranks, const Workload& w);
 
 // The rank's share of this machine's physical memory.
 int64_t default_memory_limit(int ranks_per_node);

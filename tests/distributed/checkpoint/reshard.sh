@@ -31,3 +31,9 @@ ACC_RANKS_PER_NODE= "$program" resume "$dir/pp" PIPELINE
 "$here/../mpirun.sh" 4 "$program" save "$dir/grid" PIPELINE_GRID
 "$here/../mpirun.sh" 2 "$program" resume "$dir/grid" PIPELINE
 "$here/../mpirun.sh" 2 "$program" resume "$dir/pp" PIPELINE_GRID
+# Stages split over 2 tensor-parallel ranks each (2 x 2: slices of the stage's parameters)
+# resume as FULL_SHARD's flat pieces at 2 ranks, and the 4 stages' checkpoint as 1 stage split
+# over 2 ranks.
+"$here/../mpirun.sh" 4 "$program" save "$dir/pp_tp" PIPELINE_TP
+"$here/../mpirun.sh" 2 "$program" resume "$dir/pp_tp" FULL_SHARD
+"$here/../mpirun.sh" 2 "$program" resume "$dir/pp" PIPELINE_TP

@@ -30,13 +30,19 @@ constexpr const char* kModel = "gpt2_deep";
 
 // STRATEGY: an FSDP sharding strategy; SPMD_TP: GPT-2's fsdp-tp rules on the widest
 // tensor-parallel mesh the world allows (slices over `model`); PIPELINE: a stage per rank;
-// PIPELINE_GRID: half as many stages, each on 2 replicas sharding its parameters.
+// PIPELINE_GRID: half as many stages, each on 2 replicas sharding its parameters; PIPELINE_TP:
+// half as many stages, each split over 2 tensor-parallel ranks.
 Config config_for(const std::string& strategy) {
   if (strategy == "SPMD_TP") return test::fsdp_tp_config("gpt2");
   if (strategy == "PIPELINE") return test::pipeline_config("1F1B", 2);
   if (strategy == "PIPELINE_GRID") {
     Config config = test::pipeline_config("1F1B", 2);
     config.section("pipeline_config").set("stages", std::to_string(std::max(1, world().size() / 2)));
+    return config;
+  }
+  if (strategy == "PIPELINE_TP") {
+    Config config = test::pipeline_config("1F1B", 2);
+    config.section("pipeline_config").set("tensor_parallel", "2");
     return config;
   }
   return test::strategy_config(strategy, kModel);

@@ -53,24 +53,27 @@ TEST(PipelineMemory, ActivationsFollowTheMicrobatchesInFlight) {
 // The estimate of each stage (pipeline_estimate.h) against the allocator on the rank running
 // it: GPT-2 and Llama tiny (4 layers, their 50257- and 32000-token vocabularies) at 64 tokens,
 // every schedule (interleaved: 2 chunks per rank at 2 ranks), GPipe with activation
-// checkpointing, a stage per rank and (at 2 and 4 ranks) stages x 2 replicas.
-using EstimateCase = std::tuple<std::string, std::string, bool>;  // model, schedule, replicas
+// checkpointing, a stage per rank and (at 2 and 4 ranks) stages x 2 replicas or stages x 2
+// tensor-parallel ranks.
+using EstimateCase = std::tuple<std::string, std::string, std::string>;  // model, schedule, layout
 class PipelineEstimate : public ::testing::TestWithParam<EstimateCase> {};
 
 TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
-  const auto& [kind, name, replicated] = GetParam();
-  if (replicated && world().size() == 1) GTEST_SKIP() << "replicas need 2 ranks";
+  const auto& [kind, name, layout] = GetParam();
+  const bool tensor_parallel = layout == "tensor_parallel";
+  if (!layout.empty() && world().size() == 1) GTEST_SKIP() << layout << " need 2 ranks";
   const bool checkpointed = name.ends_with("_checkpointed");
   const std::string schedule = checkpointed ? name.substr(0, name.find('_')) : name;
   const bool interleaved = schedule == "interleaved_1F1B";
   // 2 chunks per rank of 4 layers: 2 ranks alone.
-  if (interleaved && (world().size() != 2 || replicated)) GTEST_SKIP() << "interleaving 4 layers needs 2 ranks";
+  if (interleaved && (world().size() != 2 || !layout.empty())) GTEST_SKIP() << "interleaving 4 layers needs 2 ranks";
   constexpr int64_t kSeqLen = 64, kGlobalBatch = 8;
   Config config = pipeline_config(schedule, 2);
   if (interleaved) config.section("pipeline_config").set("stages_per_rank", "2");
   if (checkpointed) config.section("pipeline_config").set("activation_checkpointing", "true");
-  const int stages = replicated ? world().size() / 2 : world().size();
+  const int stages = layout.empty() ? world().size() : world().size() / 2, T = tensor_parallel ? 2 : 1;
   config.section("pipeline_config").set("stages", std::to_string(stages));
+  config.section("pipeline_config").set("tensor_parallel", std::to_string(T));
   auto make = [&kind]() -> std::shared_ptr<models::Model> {
     if (kind == "gpt2") return std::make_shared<models::GPT2>(models::GPT2Config::tiny());
     return std::make_shared<models::Llama>(models::LlamaConfig::tiny());
@@ -80,7 +83,7 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
                              .batch = kGlobalBatch, .seq = kSeqLen};
   const auto per_stage = pipeline::stage_memory(shape, w, config);
   ASSERT_EQ(per_stage.size(), static_cast<size_t>(stages));
-  const auto grid = pipeline::stage_grid(stages, world().size(), world().rank());
+  const auto grid = pipeline::stage_grid(stages, T, world().size(), world().rank());
   data::DataLoader loader(make_token_dataset(2 * kGlobalBatch, shape.vocab, kSeqLen),
                           {.batch_size = kGlobalBatch, .prefetch = 0});
   const MemoryPeaks p = measure_step([&] { return make_strategy(config)->wrap(make()); },
@@ -105,10 +108,11 @@ INSTANTIATE_TEST_SUITE_P(Pipeline, PipelineEstimate,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),
                                             ::testing::Values("1F1B", "GPipe", "interleaved_1F1B",
                                                               "GPipe_checkpointed"),
-                                            ::testing::Bool()),
+                                            ::testing::Values("", "replicas", "tensor_parallel")),
                          [](const auto& info) {
+                           const std::string& layout = std::get<2>(info.param);
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param) +
-                                  (std::get<2>(info.param) ? "_replicas" : "");
+                                  (layout.empty() ? "" : "_" + layout);
                          });
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "split_layers.h"
+#include "common/split_layers.h"
 
 #include <algorithm>
 #include <map>
@@ -14,9 +14,9 @@
 #include "acc/util/profiler.h"
 #include "common/model_axis_ops.h"
 #include "common/split_norm.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 namespace {
 
@@ -37,7 +37,7 @@ const char* describe(SplitDim split) {
 // The split a module output rule asks of a layer: the sequence wherever it is named (only layers
 // of a stack may split it), the hidden dim for a stack's layer that is not itself a Linear (a
 // column-parallel Linear's output is split on the last dim by its own rule).
-std::optional<SplitDim> layer_split(const nn::Module& m, const std::string& path, const ShardingRule& rule) {
+std::optional<SplitDim> layer_split(const nn::Module& m, const std::string& path, const spmd::ShardingRule& rule) {
   const auto& dims = rule.spec.dims;
   if (dims.size() < 3) return std::nullopt;
   if (dims[1] == kModel) return SplitDim::sequence;
@@ -48,16 +48,16 @@ std::optional<SplitDim> layer_split(const nn::Module& m, const std::string& path
 
 }  // namespace
 
-std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const ResolvedSharding& sharding,
+std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const spmd::ResolvedSharding& sharding,
                                                const std::function<bool(const nn::Module*)>& parallel_linear,
                                                std::shared_ptr<dist::ProcessGroup> group) {
   std::map<std::string, nn::Module*> modules;
   for (auto& [path, m] : model.named_modules()) modules[path] = m;
   std::vector<std::pair<long, std::string>> layers;  // (index, path)
-  const ShardingRule* first_rule = nullptr;
+  const spmd::ShardingRule* first_rule = nullptr;
   SplitDim split = SplitDim::sequence;
   std::string parent;
-  auto not_in_the_stack = [&](const std::string& path, const ShardingRule& rule, SplitDim this_split) {
+  auto not_in_the_stack = [&](const std::string& path, const spmd::ShardingRule& rule, SplitDim this_split) {
     ACC_FAIL("SPMD: ", rule.key, ": ", rule.spec.to_string(), " splits ", describe(this_split), " of the output of '",
              path, "' over `model`; the rules split the outputs of a run of consecutive layers of one stack (e.g. ",
              "model.layers.*), each named <stack>.<index>",
@@ -65,7 +65,7 @@ std::unique_ptr<SplitLayers> SplitLayers::plan(models::Model& model, const Resol
   };
   // Rules on modules inside the layers, splitting their sequence: statements of what runs there,
   // checked at each call (output_rules.h), once the layers are known.
-  std::vector<std::pair<std::string, const ShardingRule*>> inside_rules;
+  std::vector<std::pair<std::string, const spmd::ShardingRule*>> inside_rules;
   for (const auto& [path, rule] : sharding.outputs) {
     const auto this_split = layer_split(*modules.at(path), path, rule);
     if (!this_split) continue;
@@ -160,8 +160,8 @@ Tensor SplitLayers::call_layer(nn::Module& layer, const Tensor& x, const nn::Mod
   const size_t dim = dim_of(x);
   Tensor in = x;
   if (&layer == layers_.front()) {
-    extents_ = parallel::split_sizes(x.size(static_cast<int>(dim)), group_->size());  // fewer than ranks: some hold none
-    in = parallel::scatter_slices(x, static_cast<int>(dim), extents_, group_);
+    extents_ = split_sizes(x.size(static_cast<int>(dim)), group_->size());  // fewer than ranks: some hold none
+    in = scatter_slices(x, static_cast<int>(dim), extents_, group_);
   } else {
     ACC_CHECK(x.size(static_cast<int>(dim)) == local_extent(), "SPMD: split layers: a split layer got ",
               x.describe(), ", not this rank's ", local_extent(), " of ", describe(split_),
@@ -170,7 +170,7 @@ Tensor SplitLayers::call_layer(nn::Module& layer, const Tensor& x, const nn::Mod
   release_input();
   Tensor y = inner(in);
   release_input();
-  return &layer == layers_.back() ? parallel::gather_slices(y, static_cast<int>(dim), extents_, group_) : y;
+  return &layer == layers_.back() ? gather_slices(y, static_cast<int>(dim), extents_, group_) : y;
 }
 
 // The input of the column-parallel Linears that read one tensor in a split layer (q, k and v):
@@ -221,7 +221,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
     shared_input_ = std::make_shared<SharedInput>();
     shared_input_->split = x.detach();
     ACC_PROFILE("split_layers.gather_input");
-    shared_input_->gathered = parallel::joined_slices(shared_input_->split, dim, extents_, *group_);
+    shared_input_->gathered = joined_slices(shared_input_->split, dim, extents_, *group_);
   }
   auto shared = shared_input_;
   const bool input_grad = autograd::GradMode::is_enabled() && x.requires_grad();
@@ -237,7 +237,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
     const Tensor& w = ctx.saved[0];
     if (!shared->gathered.defined()) {
       ACC_PROFILE("split_layers.gather_input");
-      shared->gathered = parallel::joined_slices(shared->split, dim, extents, *group);
+      shared->gathered = joined_slices(shared->split, dim, extents, *group);
     }
     // The products in the dtype ops::linear computes them in (bf16 when either operand is),
     // with f32 results as its gradients have.
@@ -255,7 +255,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
       shared->grad = shared->grad.defined() ? autograd::sum_gradients(std::move(shared->grad), partial) : partial;
       if (--shared->pending == 0) {
         ACC_PROFILE("split_layers.reduce_scatter_input_grad");
-        grads[0] = parallel::summed_slice(shared->grad, dim, extents, *group);
+        grads[0] = summed_slice(shared->grad, dim, extents, *group);
         shared->grad = shared->gathered = Tensor();
       }
     }
@@ -265,7 +265,7 @@ Tensor SplitLayers::column_linear(const Tensor& x, const Tensor& weight, const T
 }
 
 Tensor SplitLayers::scatter_partial_sums(const Tensor& y) {
-  return parallel::reduce_scatter_slices(y, static_cast<int>(dim_of(y)), extents_, group_);
+  return reduce_scatter_slices(y, static_cast<int>(dim_of(y)), extents_, group_);
 }
 
 Tensor SplitLayers::row_bias(const Tensor& bias) const { return local_parameter(bias); }
@@ -274,10 +274,10 @@ Tensor SplitLayers::local_parameter(const Tensor& p) const {
   if (split_ == SplitDim::hidden) {  // this rank's features; backward gathers the whole gradient
     ACC_CHECK(p.dim() == 1 && p.size(0) == whole_extent(), "SPMD: split layers: a parameter whole over `model` in a ",
               "layer split on the hidden dim is ", p.describe(), ", not [", whole_extent(), "]");
-    return parallel::scatter_slices(p, 0, extents_, group_);
+    return scatter_slices(p, 0, extents_, group_);
   }
   // Used on this rank's tokens: the gradient is a partial sum over the tokens.
-  return autograd::GradMode::is_enabled() ? parallel::enter_parallel_region(p, group_) : p;
+  return autograd::GradMode::is_enabled() ? enter_parallel_region(p, group_) : p;
 }
 
 Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<std::string>& names, const Tensor& x,
@@ -287,9 +287,9 @@ Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<
     ACC_CHECK(x.dim() >= 1 && x.size(-1) == local_extent(), "SPMD: split layers: ", m.type_name(), " got ",
               x.describe(), ", not this rank's ", local_extent(), " features of ", cols);
     if (const auto* layer_norm = dynamic_cast<const nn::LayerNorm*>(&m))
-      return parallel::split_layer_norm(x, local_parameter(m.param("weight")), local_parameter(m.param("bias")),
+      return split_layer_norm(x, local_parameter(m.param("weight")), local_parameter(m.param("bias")),
                               layer_norm->eps(), cols, group_);
-    return parallel::split_rms_norm(x, local_parameter(m.param("weight")), dynamic_cast<const nn::RMSNorm&>(m).eps(), cols,
+    return split_rms_norm(x, local_parameter(m.param("weight")), dynamic_cast<const nn::RMSNorm&>(m).eps(), cols,
                           group_);
   }
   if (!autograd::GradMode::is_enabled()) return inner(x);  // no gradient to reduce: the parameters as they are
@@ -309,4 +309,4 @@ Tensor SplitLayers::call_with_whole_parameters(nn::Module& m, const std::vector<
   return inner(x);
 }
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

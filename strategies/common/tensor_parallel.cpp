@@ -1,4 +1,4 @@
-#include "tensor_parallel.h"
+#include "common/tensor_parallel.h"
 
 #include <cstring>
 #include <map>
@@ -9,18 +9,18 @@
 #include "acc/util/log.h"
 #include "common/model_axis_ops.h"
 #include "common/vocab_parallel.h"
-#include "axis_names.h"
+#include "common/axis_names.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 namespace {
 
 // The dimension `spec` splits over `model`, or -1.
-int model_dim(const std::string& name, const PartitionSpec& spec) {
+int model_dim(const std::string& who, const std::string& name, const spmd::PartitionSpec& spec) {
   for (size_t d = 0; d < spec.dims.size(); ++d)
     for (const auto& axis : spec.dims[d])
       if (axis == kModelAxis) {
-        ACC_CHECK(spec.dims[d].size() == 1, "SPMD: ", name, " ", spec.to_string(),
+        ACC_CHECK(spec.dims[d].size() == 1, who, ": ", name, " ", spec.to_string(),
                   ": tensor parallelism splits a dimension over `model` alone, not together with "
                   "another axis");
         return static_cast<int>(d);
@@ -55,9 +55,9 @@ std::pair<std::string, std::string> owner_and_local(const std::string& name) {
 
 }  // namespace
 
-TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sharding,
+TensorParallel::TensorParallel(std::string who, models::Model& model, const spmd::ResolvedSharding& sharding,
                                std::shared_ptr<dist::ProcessGroup> group)
-    : group_(std::move(group)) {
+    : who_(std::move(who)), group_(std::move(group)) {
   const int n = group_->size();
   std::map<std::string, nn::Module*> modules;
   for (auto& [path, m] : model.named_modules()) modules[path] = m;
@@ -66,7 +66,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
   const models::Structure structure = model.structure();
   std::map<const nn::Module*, bool> column;  // the Linears whose weight is split, and how
   for (const auto& [name, spec] : sharding.parameters) {
-    const int dim = model_dim(name, spec);
+    const int dim = model_dim(who_, name, spec);
     if (dim < 0) continue;
     const auto [path, local] = owner_and_local(name);
     const nn::Module* owner = modules.at(path);
@@ -76,12 +76,12 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     if (linear && local == "weight" && dim <= 1) {
       column[owner] = dim == 0;
     } else if (embedding && local == "weight" && dim <= 1) {
-      ACC_CHECK(dim == 0 || !(head.defined() && p.is_same(head)), "SPMD: ", name, " ", spec.to_string(),
+      ACC_CHECK(dim == 0 || !(head.defined() && p.is_same(head)), who_, ": ", name, " ", spec.to_string(),
                 " splits the token embedding by width over `model`, but it is also the causal LM head (tied), ",
                 "which tensor parallelism splits over the vocabulary: [model, ...]");
       embeddings_.push_back({modules.at(path), p.size(dim), dim == 1});
     } else if (!(linear && local == "bias")) {  // a bias is checked with its weight below
-      ACC_FAIL("SPMD: no rule runs ", owner->type_name(), " '", path, "' with ", name, " ",
+      ACC_FAIL(who_, ": no rule runs ", owner->type_name(), " '", path, "' with ", name, " ",
                spec.to_string(), " (", p.describe(), ") split over `model`: tensor parallelism ",
                "splits a Linear's weight on dim 0 (column-parallel) or dim 1 (row-parallel), an "
                "Embedding's over its rows (the vocabulary) or its width, and the causal LM head over the "
@@ -94,7 +94,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     // Packed tensors (attention's q, k, v) must split evenly, so every rank holds whole heads
     // of each; a plain dim splits as evenly as it can (split_sizes).
     const int sections = dim == 0 ? structure.packed_sections(name) : 1;
-    ACC_CHECK(sections == 1 || p.size(dim) % (static_cast<int64_t>(sections) * n) == 0, "SPMD: ",
+    ACC_CHECK(sections == 1 || p.size(dim) % (static_cast<int64_t>(sections) * n) == 0, who_, ": ",
               name, " ", spec.to_string(), ": dim ", dim, " of ", p.describe(), " packs ", sections,
               " tensors, which do not each split evenly over the ", n, " ranks of `model`");
     splits_.push_back({name, p.shape(), dim, sections});
@@ -105,7 +105,7 @@ TensorParallel::TensorParallel(models::Model& model, const ResolvedSharding& sha
     const bool bias_split = m->has_param("bias") && split_of(path + ".bias") != nullptr;
     const bool is_column = kind != column.end() && kind->second;
     if (m->has_param("bias"))
-      ACC_CHECK(bias_split == is_column, "SPMD: Linear '", path, "': its bias must be split over ",
+      ACC_CHECK(bias_split == is_column, who_, ": Linear '", path, "': its bias must be split over ",
                 "`model` exactly when its weight is column-parallel ([model, ...]): ",
                 is_column ? "a column-parallel Linear's output features are split, so is its bias"
                           : "only a column-parallel Linear's output is split");
@@ -137,14 +137,14 @@ void TensorParallel::check_split_together(const models::Model& model) const {
       const ModelAxisSplit* s = split_of(member.parameter);
       (s ? split : whole).push_back(member.parameter);
       if (!s) continue;
-      ACC_CHECK(s->dim == member.dim, "SPMD: ", member.parameter, " is split over `model` on dim ", s->dim,
+      ACC_CHECK(s->dim == member.dim, who_, ": ", member.parameter, " is split over `model` on dim ", s->dim,
                 "; in '", group.module, "' it is ", member.dim == 0 ? "column" : "row", "-parallel, split on dim ",
                 member.dim);
-      ACC_CHECK(member.heads == 0 || member.heads % n == 0, "SPMD: ", member.parameter, " holds ", member.heads,
+      ACC_CHECK(member.heads == 0 || member.heads % n == 0, who_, ": ", member.parameter, " holds ", member.heads,
                 " attention heads, which do not split evenly over the ", n, " ranks of `model`: each rank must ",
                 "hold whole heads, the same share of each");
     }
-    ACC_CHECK(split.empty() || whole.empty(), "SPMD: the rules split ", names(split), " over `model` but not ",
+    ACC_CHECK(split.empty() || whole.empty(), who_, ": the rules split ", names(split), " over `model` but not ",
               names(whole), ": the parameters of '", group.module, "' are split together (column-parallel ",
               "inputs, row-parallel output), or a rank would combine its slice with whole tensors and compute ",
               "something else than the model");
@@ -182,7 +182,7 @@ void TensorParallel::install() {
       hooks_.push_back(l.module->add_call_wrapper(
           [this, g = group_, split = l.in_split_layer](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
-            if (!split) return inner(parallel::enter_parallel_region(x, g));
+            if (!split) return inner(enter_parallel_region(x, g));
             return split_layers_->column_linear(x, m.param("weight"), m.has_param("bias") ? m.param("bias") : Tensor());
           }));
     else  // computes the product itself, so the whole bias is added once, after the sum
@@ -190,7 +190,7 @@ void TensorParallel::install() {
           [this, g = group_, split = l.in_split_layer](nn::Module& m, const Tensor& x, const nn::Module::Inner& inner) {
             if (joined()) return inner(x);
             const Tensor partial = ops::linear(x, m.param("weight"));
-            const Tensor y = split ? split_layers_->scatter_partial_sums(partial) : parallel::reduce_partial_sums(partial, g);
+            const Tensor y = split ? split_layers_->scatter_partial_sums(partial) : reduce_partial_sums(partial, g);
             if (!m.has_param("bias")) return y;
             return ops::add(y, split ? split_layers_->row_bias(m.param("bias")) : m.param("bias"));
           }));
@@ -199,10 +199,10 @@ void TensorParallel::install() {
   for (const auto& e : embeddings_) {
     if (e.width) {  // this rank's columns of every id, gathered; the gradient's columns go back
       hooks_.push_back(e.module->add_call_wrapper(
-          [this, g = group_, extents = parallel::split_sizes(e.extent, group_->size())](
+          [this, g = group_, extents = split_sizes(e.extent, group_->size())](
               nn::Module&, const Tensor& ids, const nn::Module::Inner& inner) {
             if (joined()) return inner(ids);
-            return parallel::gather_slices(inner(ids), -1, extents, g);
+            return gather_slices(inner(ids), -1, extents, g);
           }));
       continue;
     }
@@ -212,7 +212,7 @@ void TensorParallel::install() {
         [this, g = group_, vocab = e.extent, first = first_row(e.extent)](nn::Module& m, const Tensor& ids, const nn::Module::Inner& inner) {
           if (joined()) return inner(ids);
           const Tensor weight = m.param("weight");
-          return parallel::vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
+          return vocab_parallel_embedding({g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true}, ids);
         }));
   }
   install_head();
@@ -221,15 +221,15 @@ void TensorParallel::install() {
 void TensorParallel::install_head() {
   if (vocab_parallel_head_)  // this rank's vocabulary columns; the hidden states' gradient summed
     head_owner_->set_head_logits([g = group_](const Tensor& hidden, const Tensor& weight) {
-      return ops::linear(parallel::enter_parallel_region(hidden, g), weight);
+      return ops::linear(enter_parallel_region(hidden, g), weight);
     });
   if (vocab_parallel_head_)
     // The loss on the split logits: each rank's vocabulary rows over the (replicated) tokens,
     // every row's softmax completed across the group; no rank holds [tokens, vocab].
     head_owner_->set_head_loss([g = group_, vocab = head_owner_->vocab_size(), first = first_row(head_owner_->vocab_size())](
                                    const Tensor& hidden, const Tensor& weight, const Tensor& labels) {
-      const parallel::VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
-      return parallel::vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
+      const VocabShard shard{g, weight, first, vocab, weight.requires_grad(), nullptr, /*replicated_rows=*/true};
+      return vocab_parallel_loss(shard, hidden, labels, ops::kIgnoreIndex);
     });
 }
 
@@ -239,10 +239,20 @@ void TensorParallel::join_parameters(models::Model& model) {
     stashed_.push_back({model.parameter(s.name), slice_held(s)});
     model.replace_parameter(s.name, gather(s, stashed_.back().slice));
   }
+  step_aside();
+}
+
+void TensorParallel::step_aside() noexcept {
+  aside_ = true;
   if (vocab_parallel_head_) {
     head_owner_->set_head_logits({});
     head_owner_->set_head_loss({});
   }
+}
+
+void TensorParallel::step_in() noexcept {
+  aside_ = false;
+  install_head();
 }
 
 void TensorParallel::restore_slices(models::Model& model, bool writeback) noexcept {
@@ -258,11 +268,11 @@ void TensorParallel::restore_slices(models::Model& model, bool writeback) noexce
     model.replace_parameter(name, stashed_[i].slice);
   }
   stashed_.clear();
-  install_head();
+  step_in();
 }
 
 int64_t TensorParallel::first_row(int64_t extent) const {
-  const auto rows = parallel::split_sizes(extent, group_->size());
+  const auto rows = split_sizes(extent, group_->size());
   int64_t first = 0;
   for (int r = 0; r < group_->rank(); ++r) first += rows[static_cast<size_t>(r)];
   return first;
@@ -270,30 +280,38 @@ int64_t TensorParallel::first_row(int64_t extent) const {
 
 Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) const {
   autograd::NoGradGuard no_grad;
-  auto extents = parallel::split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
+  auto extents = split_sizes(split.full_shape[split.dim] / split.sections, group_->size());
   for (int64_t& e : extents) e *= split.sections;  // each rank holds its rows of every section
-  return join_slices(parallel::all_gather_slices(slice, static_cast<size_t>(split.dim), extents, *group_), split);
+  return join_slices(all_gather_slices(slice, static_cast<size_t>(split.dim), extents, *group_), split);
+}
+
+Tensor TensorParallel::gather_vocabulary(const Tensor& logits) const {
+  return gather_slices(logits, -1, split_sizes(head_owner_->vocab_size(), group_->size()), group_);
 }
 
 ShardedModel::DimSlice TensorParallel::slice_held(const ModelAxisSplit& split) const {
+  return held_slice(split, group_->rank(), group_->size());
+}
+
+ShardedModel::DimSlice held_slice(const ModelAxisSplit& split, int rank, int size) {
   const int64_t section = split.full_shape[static_cast<size_t>(split.dim)] / split.sections;
-  const int64_t first = first_row(section);
-  const int64_t rows = parallel::split_sizes(section, group_->size())[static_cast<size_t>(group_->rank())];
+  const auto rows = split_sizes(section, size);
+  int64_t first = 0;
+  for (int r = 0; r < rank; ++r) first += rows[static_cast<size_t>(r)];
   ShardedModel::DimSlice slice{split.dim, {}};
   for (int64_t s = 0; s < split.sections; ++s)
-    slice.blocks.emplace_back(s * section + first, s * section + first + rows);
+    slice.blocks.emplace_back(s * section + first, s * section + first + rows[static_cast<size_t>(rank)]);
   return slice;
 }
 
 Tensor take_slice(const Tensor& full, const ModelAxisSplit& split, int rank, int size) {
-  autograd::NoGradGuard no_grad;
-  const auto extents = parallel::split_sizes(full.size(split.dim) / split.sections, size);
-  std::vector<int64_t> sizes;  // section-major: each section's chunks in rank order
-  for (int s = 0; s < split.sections; ++s) sizes.insert(sizes.end(), extents.begin(), extents.end());
-  auto chunks = ops::split(full, sizes, split.dim);
-  std::vector<Tensor> mine;
-  for (int s = 0; s < split.sections; ++s) mine.push_back(chunks[static_cast<size_t>(s * size + rank)]);
-  return ops::concat(mine, split.dim);
+  const ShardedModel::DimSlice held = held_slice(split, rank, size);
+  Shape shape = full.shape();
+  shape[static_cast<size_t>(split.dim)] = 0;
+  for (const auto& [begin, end] : held.blocks) shape[static_cast<size_t>(split.dim)] += end - begin;
+  Tensor slice = Tensor::empty(shape, full.dtype());  // in the caller's memory category
+  copy_held(full, held, slice);
+  return slice;
 }
 
 Tensor join_slices(const std::vector<Tensor>& slices, const ModelAxisSplit& split) {
@@ -309,4 +327,4 @@ Tensor join_slices(const std::vector<Tensor>& slices, const ModelAxisSplit& spli
   return ops::concat(ordered, split.dim);
 }
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

@@ -46,7 +46,7 @@
 #include "acc/models/model.h"
 #include "acc/spmd/sharding_rules.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 enum class SplitDim { sequence, hidden };
 
@@ -57,12 +57,12 @@ class SplitLayers {
   // consecutive siblings of one stack, both dims split, a Linear in them that `parallel_linear`
   // says is not split over `model`, an Embedding or a Dropout in them, and with the hidden dim
   // split, a module with parameters that is not a Linear, LayerNorm or RMSNorm.
-  static std::unique_ptr<SplitLayers> plan(models::Model& model, const ResolvedSharding& sharding,
+  static std::unique_ptr<SplitLayers> plan(models::Model& model, const spmd::ResolvedSharding& sharding,
                                            const std::function<bool(const nn::Module*)>& parallel_linear,
                                            std::shared_ptr<dist::ProcessGroup> group);
 
   // True when `rule` is one plan() takes: a stack layer's output split on dim 1 or the last dim.
-  static bool splits_layer(const std::string& path, const ShardingRule& rule);
+  static bool splits_layer(const std::string& path, const spmd::ShardingRule& rule);
 
   // `layers` in call order; `whole` the modules in them with parameters whole over `model`,
   // each with those parameters' local names.
@@ -120,4 +120,4 @@ class SplitLayers {
   std::shared_ptr<SharedInput> shared_input_;
 };
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel

@@ -27,9 +27,9 @@
 #include "acc/distributed/process_group.h"
 #include "acc/models/model.h"
 #include "acc/spmd/sharding_rules.h"
-#include "split_layers.h"
+#include "common/split_layers.h"
 
-namespace acc::spmd {
+namespace acc::parallel {
 
 // One parameter split over `model`.
 struct ModelAxisSplit {
@@ -41,9 +41,10 @@ struct ModelAxisSplit {
 
 class TensorParallel {
  public:
-  // Checks every parameter spec and module output rule that uses `model`; errors name the
-  // module, its type and the spec. `group` is the mesh's `model` axis.
-  TensorParallel(models::Model& model, const ResolvedSharding& sharding,
+  // Checks every parameter spec and module output rule that uses `model`; errors begin with
+  // `who` (the strategy) and name the module, its type and the spec. `group` is the mesh's
+  // `model` axis.
+  TensorParallel(std::string who, models::Model& model, const spmd::ResolvedSharding& sharding,
                  std::shared_ptr<dist::ProcessGroup> group);
   ~TensorParallel();
   TensorParallel(const TensorParallel&) = delete;
@@ -72,10 +73,17 @@ class TensorParallel {
   void join_parameters(models::Model& model);
   // The writeback copies in place (no tensor is allocated at the scope's end).
   void restore_slices(models::Model& model, bool writeback) noexcept;
-  // Between join_parameters and restore_slices.
-  bool joined() const { return !stashed_.empty(); }
+  // For a strategy whose own summon puts the whole parameters in place: from step_aside() to
+  // step_in() the modules compute as the plain model does (join_parameters and restore_slices
+  // call them).
+  void step_aside() noexcept;
+  void step_in() noexcept;
+  // Between step_aside and step_in.
+  bool joined() const { return aside_; }
   // The whole parameter from every rank's slice: a collective over the group.
   Tensor gather(const ModelAxisSplit& split, const Tensor& slice) const;
+  // The whole vocabulary's logits from this rank's, when splits_vocabulary(): a collective.
+  Tensor gather_vocabulary(const Tensor& logits) const;
   // Which indices of the whole parameter this rank's slice holds (take_slice's for this rank).
   ShardedModel::DimSlice slice_held(const ModelAxisSplit& split) const;
 
@@ -97,6 +105,7 @@ class TensorParallel {
   int64_t first_row(int64_t extent) const;
   // The head's vocabulary-parallel logits and loss (the model's own while joined).
   void install_head();
+  std::string who_;
   std::shared_ptr<dist::ProcessGroup> group_;
   std::vector<ModelAxisSplit> splits_;
   std::vector<ParallelLinear> linears_;
@@ -112,11 +121,14 @@ class TensorParallel {
     ShardedModel::DimSlice held;
   };
   std::vector<Stashed> stashed_;
+  bool aside_ = false;
 };
 
-// This rank's slice of `full` under `split` (rank `rank` of `size`), and its inverse over the
-// slices of every rank in rank order.
+// Which indices of the whole parameter rank `rank` of `size` holds under `split`.
+ShardedModel::DimSlice held_slice(const ModelAxisSplit& split, int rank, int size);
+// That rank's slice of `full` (a copy, counted in the caller's memory category), and its
+// inverse over the slices of every rank in rank order.
 Tensor take_slice(const Tensor& full, const ModelAxisSplit& split, int rank, int size);
 Tensor join_slices(const std::vector<Tensor>& slices, const ModelAxisSplit& split);
 
-}  // namespace acc::spmd
+}  // namespace acc::parallel
