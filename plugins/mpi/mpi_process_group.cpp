@@ -52,6 +52,8 @@ void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedu
 void MpiProcessGroup::submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag) {
   Schedule schedule;
   schedule.rounds.push_back(Round{{message}, {}, {}});
+  if (!message.send && engine_->sim_link() && span_to(message.peer) == dist::Span::cross_node)
+    pace_arrival(schedule, *engine_->sim_link(), engine_->link_clock(), message.bytes, rank_);
   engine_->submit(Task{false, p2p_comm_, tag, world_ranks(), std::move(work), std::move(schedule)});
 }
 

@@ -52,6 +52,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   Schedule gather_schedule(dist::Buffer input, dist::Buffer output, const std::vector<int64_t>& counts);
   Schedule scatter_schedule(dist::Buffer input, dist::Buffer output,
                             const std::vector<int64_t>& counts, dist::ReduceOp op);
+  // One message; a receive from another node waits, besides, for the simulated link to carry it.
   void submit_p2p(std::shared_ptr<dist::Work> work, Message message, int tag);
 
   std::shared_ptr<CommEngine> engine_;  // shared by all groups; the last one finalizes MPI

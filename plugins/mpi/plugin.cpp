@@ -21,7 +21,7 @@ void register_mpi(acc::plugin::Registry& registry) {
     const bool two_lanes = topology.num_nodes > 1 && !(lane && std::string(lane) == "0");
     auto engine = std::make_shared<acc::mpi::CommEngine>(acc::dist::comm_timeout(), two_lanes);
     if (engine->sim_link() && engine->world_rank() == 0)
-      acc::log::info("cross-node collectives paced to {}", engine->sim_link()->describe());
+      acc::log::info("cross-node collectives and messages paced to {}", engine->sim_link()->describe());
     return std::shared_ptr<acc::dist::ProcessGroup>(acc::mpi::MpiProcessGroup::world(engine));
   });
 }

@@ -47,10 +47,18 @@ LinkClock::Clock::time_point LinkClock::book(Clock::duration duration) {
   return free_;
 }
 
+namespace {
+
+LinkClock::Clock::duration duration_for(const SimLink& link, uint64_t bytes) {
+  return std::chrono::duration_cast<LinkClock::Clock::duration>(std::chrono::duration<double>(link.seconds_for(bytes)));
+}
+
+}  // namespace
+
 void pace(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank) {
   using Clock = LinkClock::Clock;
   auto until = std::make_shared<Clock::time_point>();
-  const auto duration = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link.seconds_for(bytes)));
+  const auto duration = duration_for(link, bytes);
   schedule.before = [until, duration, &clock, first = std::move(schedule.before)] {
     *until = clock.book(duration);
     if (first) first();
@@ -58,6 +66,16 @@ void pace(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t by
   // While the link is "busy" the round waits on this rank itself: no peer is missing.
   schedule.rounds.push_back(Round{{}, [until, group_rank] {
                                     return Clock::now() < *until ? std::vector<int>{group_rank} : std::vector<int>{};
+                                  },
+                                  {}});
+}
+
+void pace_arrival(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank) {
+  using Clock = LinkClock::Clock;
+  auto until = std::make_shared<std::optional<Clock::time_point>>();
+  schedule.rounds.push_back(Round{{}, [until, duration = duration_for(link, bytes), &clock, group_rank] {
+                                    if (!*until) *until = clock.book(duration);
+                                    return Clock::now() < **until ? std::vector<int>{group_rank} : std::vector<int>{};
                                   },
                                   {}});
 }

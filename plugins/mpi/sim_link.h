@@ -9,8 +9,11 @@
 // collective queued behind a paced one waits for it too (stricter than a machine whose links
 // work apart). The paced time counts against
 // ACC_COMM_TIMEOUT, and a collective that outlasts it names this rank as the one not done.
-// Point-to-point transfers are not paced. Unset: no effect. Every timing taken with it set is
-// simulated and must say so.
+// A point-to-point message from another node is paced at its receiver: the receive completes
+// no sooner than latency + its bytes / bandwidth after it arrived, booked on the receiver's
+// link (so a receive posted after the message came pays the whole time then: pessimistic where
+// a real link would have carried it meanwhile). Sends complete as MPI completes them. Unset: no
+// effect. Every timing taken with it set is simulated and must say so.
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -51,5 +54,8 @@ std::optional<SimLink> sim_link_from_environment();
 // Makes `schedule` end no sooner than the link.seconds_for(bytes) it books on `clock` when it
 // starts: a last round that waits for that time (on whichever thread runs the schedule).
 void pace(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank);
+// Makes `schedule` end no sooner than link.seconds_for(bytes) after its other rounds: a last round
+// that books that time on `clock` when it begins (a receive: once the message is here).
+void pace_arrival(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank);
 
 }  // namespace acc::mpi

@@ -60,6 +60,10 @@ Span span_of(const std::vector<int>& world_ranks) {
   return Span::node;
 }
 
+Span ProcessGroup::span_to(int peer) const {
+  return span_of({world_ranks_[static_cast<size_t>(rank())], world_ranks_[static_cast<size_t>(peer)]});
+}
+
 ProcessGroup::ProcessGroup(std::string name, std::vector<int> world_ranks)
     : name_(std::move(name)), world_ranks_(std::move(world_ranks)), span_(span_of(world_ranks_)) {}
 
@@ -187,9 +191,7 @@ std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& tensor, int peer, i
   auto work = std::make_shared<Work>(detail::concat("send to rank ", peer, " (tag ", tag, ", ",
                                                     tensor.describe(), ") on ", describe()));
   work->hold({tensor});
-  // A message crosses nodes when its two ends are on different ones, whatever the group spans.
-  count_traffic(TrafficKind::send, tensor.nbytes(), size(), span_of({world_ranks_[static_cast<size_t>(rank())],
-                                                                      world_ranks_[static_cast<size_t>(peer)]}));
+  count_traffic(TrafficKind::send, tensor.nbytes(), size(), span_to(peer));
   do_send(work, buffer_of(tensor), peer, tag);
   return work;
 }

@@ -74,6 +74,9 @@ class ProcessGroup {
   // Whether the ranks share a node (dist::traffic() counts them apart; a simulated link paces
   // the others).
   Span span() const { return span_; }
+  // Whether a message between this rank and group rank `peer` crosses nodes (its two ends do,
+  // whatever the group spans).
+  Span span_to(int peer) const;
   // "group 'world' (ranks [0, 1, 2])", for messages.
   std::string describe() const;
 

@@ -1,6 +1,7 @@
 // The simulated cross-node link (ACC_SIM_CROSS_NODE_GBPS, ACC_SIM_CROSS_NODE_LATENCY_US): a
 // collective of a group that spans (simulated) nodes takes at least latency + the bytes this
-// rank sends / bandwidth, with the same result; a group inside a node is not paced. Runs only
+// rank sends / bandwidth, with the same result; a group inside a node is not paced; so are
+// point-to-point messages from another node, at their receiver. Runs only
 // where the test sets the link (test_dist_mpi_sim_link_np4, 2 simulated nodes of 2 ranks).
 #include <gtest/gtest.h>
 
@@ -46,6 +47,37 @@ TEST(SimLink, PacesCollectivesAcrossNodesOnly) {
   const double local = seconds_of([&] { node->all_reduce(x); });
   EXPECT_LT(local, link / 2) << "a node-local all_reduce was paced";
   for (float v : x.to_vector()) ASSERT_EQ(v, static_cast<float>(g.size() * node->size()));
+}
+
+// A message from another node reaches its receiver no sooner than the link carries it; one
+// inside a node is not paced (the pipeline's activations cross nodes this way).
+TEST(SimLink, PacesMessagesFromAnotherNodeAtTheReceiver) {
+  const char* gbps = std::getenv("ACC_SIM_CROSS_NODE_GBPS");
+  if (!gbps || acc::topology().num_nodes < 2) GTEST_SKIP() << "no simulated link between nodes";
+  auto& g = acc::world();
+  const int n = g.size(), r = g.rank(), local = acc::topology().local_size;
+  const int64_t count = 1 << 18;  // 1 MB of f32
+  const double link = static_cast<double>(4 * count) * 8.0 / (std::atof(gbps) * 1e9);
+  // Rank r sends to the rank one node ahead and receives from the one a node behind, and then
+  // the same inside its node.
+  for (const int step : {local, 1}) {
+    const bool across = step == local;
+    if (!across && local < 2) continue;
+    const int to = across ? (r + step) % n : (r / local) * local + (r % local + 1) % local;
+    const int from = across ? (r - step + n) % n : (r / local) * local + (r % local + local - 1) % local;
+    Tensor out = Tensor::full({count}, static_cast<double>(r)), in = Tensor::zeros({count});
+    g.barrier();
+    const double took = seconds_of([&] {
+      auto sent = g.send_async(out, to, 7);
+      g.recv_async(in, from, 7)->wait();
+      sent->wait();
+    });
+    EXPECT_EQ(in.to_vector().front(), static_cast<float>(from));
+    if (across)
+      EXPECT_GE(took, link) << "a message from another node was not paced";
+    else
+      EXPECT_LT(took, link / 2) << "a message inside a node was paced";
+  }
 }
 
 // Across nodes urgent collectives run on a lane of their own (dist::Lane): a gather issued
