@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "acc/autograd/engine.h"
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
+#include "acc/ops/elementwise.h"
 #include "acc/ops/loss.h"
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
@@ -317,6 +319,42 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
   // bubble of; counted beside them, not as a share.
   if (profiler::enabled())
     profiler::add("pipeline.schedule", std::chrono::duration<double>(Clock::now() - schedule_start).count(), true);
+  // The batch's loss on every rank: the mean of the replicas' last stages' (each of a stage's
+  // tensor-parallel ranks has it whole).
+  Tensor loss = Tensor::from_vector({stage() == grid_.stages - 1 ? static_cast<float>(step_loss_) : 0.f}, {1});
+  world_->all_reduce(loss);
+  loss = Tensor::from_vector({loss.item() / static_cast<float>(grid_.replicas * grid_.tensor_parallel)}, {});
+  timeline_.end_step(world_->rank());
+  std::vector<Tensor> trained;
+  for (const Held& h : held_)
+    if (h.master.requires_grad()) trained.push_back(h.master);
+  // The gradients reach the masters when the user's backward runs (communicated there, so that
+  // no_sync can keep them).
+  return own_step(loss, std::move(trained),
+                  [this, grads = std::move(grads)](double scale) mutable { return finish_gradients(grads, scale); });
+}
+
+bool PipelineModel::communicates_gradients() const {
+  return shards_ || std::ranges::any_of(held_, [](const Held& h) { return h.group != nullptr; });
+}
+
+std::vector<Tensor> PipelineModel::finish_gradients(std::vector<Tensor>& grads, double scale) {
+  for (Tensor& g : grads)
+    if (g.defined() && scale != 1.0) g = ops::scale(g, scale);
+  if (pending_.empty()) pending_.resize(held_.size());
+  std::vector<Tensor> out;  // one per trained master
+  if (!sync_ && communicates_gradients()) {  // no_sync: summed here, whole, until a step syncs
+    for (size_t i = 0; i < held_.size(); ++i) {
+      if (grads[i].defined()) accumulate(pending_[i], grads[i]);
+      if (held_[i].master.requires_grad()) out.emplace_back();
+    }
+    return out;
+  }
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (!pending_[i].defined()) continue;
+    if (grads[i].defined()) autograd::add_into(pending_[i], grads[i]);
+    grads[i] = std::exchange(pending_[i], Tensor());
+  }
   // Over a stage's replicas, this rank's range of their mean; then a tied parameter's is the sum
   // of its stages' (the same range on each: it crosses nodes a range at a time, not whole).
   if (shards_) grads = shards_->reduce(grads);
@@ -325,16 +363,9 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
     if (!grads[i].defined()) grads[i] = Tensor::zeros(held_[i].master.shape());
     held_[i].group->all_reduce(grads[i]);
   }
-  std::vector<std::pair<Tensor, Tensor>> gradients;
   for (size_t i = 0; i < held_.size(); ++i)
-    if (grads[i].defined() && held_[i].master.requires_grad()) gradients.emplace_back(held_[i].master, grads[i]);
-  // The batch's loss on every rank: the mean of the replicas' last stages' (each of a stage's
-  // tensor-parallel ranks has it whole).
-  Tensor loss = Tensor::from_vector({stage() == grid_.stages - 1 ? static_cast<float>(step_loss_) : 0.f}, {1});
-  world_->all_reduce(loss);
-  loss = Tensor::from_vector({loss.item() / static_cast<float>(grid_.replicas * grid_.tensor_parallel)}, {});
-  timeline_.end_step(world_->rank());
-  return own_step(loss, std::move(gradients));
+    if (held_[i].master.requires_grad()) out.push_back(grads[i]);
+  return out;
 }
 
 models::ModelOutput PipelineModel::evaluate(const data::Batch& batch) {

@@ -70,6 +70,16 @@ class PipelineModel : public ShardedModel {
   Tensor run_layers(Tensor x, int virtual_stage);
   // The last stage's output sent to every rank.
   models::ModelOutput share_output(const models::ModelOutput& out);
+  // Inside no_sync() a step's gradients stay summed on this rank, whole, and travel with the
+  // first step after it (as FSDP's no_sync does), when any would travel: with replicas or a
+  // tied head.
+  void set_gradient_sync(bool on) override { sync_ = on; }
+  bool communicates_gradients() const;
+  // Run by the user's backward: a step's whole f32 gradients `grads` (one per held parameter,
+  // undefined: none) scaled as the loss was; kept under no_sync, else with what was kept added,
+  // reduced over the replicas and summed between a tied parameter's stages. Returns each
+  // trained master's gradient (none under no_sync).
+  std::vector<Tensor> finish_gradients(std::vector<Tensor>& grads, double scale);
   // The default summon, with the tensor-parallel hooks stepped aside while it lasts.
   void begin_full_params(bool writeback) override;
   void end_full_params(bool writeback) noexcept override;
@@ -105,6 +115,8 @@ class PipelineModel : public ShardedModel {
   std::optional<StageShards> shards_;
   Timeline timeline_;
   double step_loss_ = 0;  // the last stage's weighted sum of its microbatches' losses
+  bool sync_ = true;       // off inside no_sync()
+  std::vector<Tensor> pending_;  // per held parameter: the gradients no_sync kept, whole, f32
 };
 
 }  // namespace acc::pipeline

@@ -26,8 +26,6 @@ void ShardedModel::copy_full_parameters_to(nn::Module& target) {
 }
 
 models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::pair<Tensor, Tensor>> gradients) {
-  ACC_CHECK(loss.defined() && loss.numel() == 1, "own_step: the loss must be one value, got ",
-            loss.defined() ? loss.describe() : "undefined");
   std::vector<Tensor> parameters, grads;
   for (auto& [parameter, grad] : gradients) {
     ACC_CHECK(parameter.requires_grad() && grad.defined() && grad.shape() == parameter.shape(),
@@ -36,6 +34,16 @@ models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::
     parameters.push_back(parameter);
     grads.push_back(std::move(grad));
   }
+  return own_step(loss, std::move(parameters), [grads = std::move(grads)](double scale) {
+    std::vector<Tensor> scaled;
+    for (const Tensor& g : grads) scaled.push_back(scale == 1.0 ? g : ops::scale(g, scale));
+    return scaled;
+  });
+}
+
+models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<Tensor> parameters, StepGradients gradients) {
+  ACC_CHECK(loss.defined() && loss.numel() == 1, "own_step: the loss must be one value, got ",
+            loss.defined() ? loss.describe() : "undefined");
   // The step is done; its backward only hands each parameter its gradient, scaled as the loss
   // was. Recorded even without parameters (a stage holding only frozen ones), so the user's
   // loss.backward() still works.
@@ -44,14 +52,17 @@ models::ModelOutput ShardedModel::own_step(const Tensor& loss, std::vector<std::
   };
   // A parameter without a gradient, hooks or sink takes its gradient as it is (not a copy, so
   // the step's gradients are not held twice); the engine adds the others as usual.
-  auto backward = [parameters, grads = std::move(grads)](autograd::FunctionContext&, const Tensor& seed) {
-    const double s = static_cast<double>(seed.item());
-    std::vector<Tensor> scaled;
+  auto backward = [parameters, gradients = std::move(gradients)](autograd::FunctionContext&, const Tensor& seed) {
+    std::vector<Tensor> grads = gradients(static_cast<double>(seed.item()));
+    ACC_CHECK(grads.size() == parameters.size(), "own_step: ", grads.size(), " gradients for ", parameters.size(),
+              " parameters");
     for (size_t i = 0; i < grads.size(); ++i) {
-      const Tensor g = s == 1.0 ? grads[i] : ops::scale(grads[i], s);
-      scaled.push_back(autograd::adopt_grad(parameters[i], g) ? Tensor() : g);
+      if (!grads[i].defined()) continue;  // none this time (kept by the strategy: no_sync)
+      ACC_CHECK(grads[i].shape() == parameters[i].shape(), "own_step: the gradient of ", parameters[i].describe(),
+                " is ", grads[i].describe(), "; expected one of its shape");
+      if (autograd::adopt_grad(parameters[i], grads[i])) grads[i] = Tensor();
     }
-    return scaled;
+    return grads;
   };
   return {Tensor(), autograd::apply_function("OwnStep", parameters, forward, backward, {.always_record = true})};
 }

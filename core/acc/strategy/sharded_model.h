@@ -163,6 +163,11 @@ class ShardedModel : public models::Model {
   // no .grad, hooks or sink yet takes the gradient tensor itself as its .grad (no copy). Each gradient
   // has its parameter's shape; parameters that need no gradient are left out.
   static models::ModelOutput own_step(const Tensor& loss, std::vector<std::pair<Tensor, Tensor>> gradients);
+  // The same with the gradients made when the loss's backward runs, from the scale it carries
+  // (s above): for a strategy that communicates them there, or keeps them (no_sync). One per
+  // parameter, in order; an undefined one leaves its parameter's .grad as it is.
+  using StepGradients = std::function<std::vector<Tensor>(double scale)>;
+  static models::ModelOutput own_step(const Tensor& loss, std::vector<Tensor> parameters, StepGradients gradients);
 
   // Off inside no_sync(): a strategy that communicates gradients keeps them local meanwhile.
   // The default suits strategies that never communicate gradients.

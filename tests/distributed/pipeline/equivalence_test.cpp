@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "acc/accelerate/accelerator.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/distributed/traffic.h"
 #include "acc/memory/allocator.h"
@@ -163,6 +164,49 @@ TEST(Pipeline, InterleavedTrainsAsOneProcess) {
     config.section("pipeline_config").set("stages_per_rank", "2");
     expect_same_run(run_accelerated(kind, config, kSteps, kGlobalBatch), run_single_process(kind, kSteps, kGlobalBatch));
   }
+}
+
+// Gradient accumulation through acc::Accelerator on 2 stages x 2 replicas (1 x 2 at 2 ranks):
+// inside no_sync a backward sends nothing (the step's gradients stay whole on the rank) and the
+// masters get no gradient (one process has nothing to keep them from); the step after it
+// reduces both; the result equals one process stepping on the micro-batches joined.
+TEST(Pipeline, NoSyncKeepsGradientsOnTheRankUntilTheStepAfterIt) {
+  constexpr int kMicro = 2, kSteps = 2;
+  constexpr int64_t kMicroBatch = 4;
+  Config config = pipeline_config("1F1B", 2);
+  config.section("pipeline_config").set("stages", std::to_string(std::max(1, world().size() / 2)));
+  Accelerator accelerator({.config = config, .gradient_accumulation_steps = kMicro});
+  data::DataLoader loader(make_dataset("gpt2", kSteps * kMicro * kMicroBatch), {.batch_size = kMicroBatch, .prefetch = 0});
+  auto [model, rank_loader] = accelerator.prepare(make_model("gpt2_deep"), loader);
+  optim::AdamW opt(model->param_groups(kWeightDecay), {.lr = kLr});
+  std::vector<float> norms;
+  for (auto& batch : rank_loader)
+    accelerator.accumulate([&] {
+      const auto out = model->forward(batch);
+      dist::reset_traffic();
+      accelerator.backward(out.loss);
+      const dist::Traffic sent = dist::traffic();
+      const uint64_t gradient_bytes =
+          sent.bytes_of(dist::TrafficKind::reduce_scatter) + sent.bytes_of(dist::TrafficKind::all_reduce);
+      if (!accelerator.sync_gradients()) {
+        EXPECT_EQ(gradient_bytes, 0u) << "a backward inside no_sync communicated";
+        if (world().size() > 1) {  // one process has nothing to send: its gradients go to .grad
+          for (const auto& [name, piece] : model->named_parameters())
+            EXPECT_FALSE(piece.grad().defined()) << name << " got a gradient inside no_sync";
+        }
+        return;
+      }
+      EXPECT_EQ(gradient_bytes > 0, world().size() > 1) << "the step after no_sync reduced nothing";
+      norms.push_back(static_cast<float>(accelerator.clip_grad_norm(kMaxNorm)));
+      opt.step();
+      opt.zero_grad();
+    });
+  const RunResult single = run_single_process("gpt2_deep", kSteps, kMicro * kMicroBatch);
+  EXPECT_TRUE(all_close(norms, single.norms, kRtol, 0.f)) << "gradient norms";
+  const auto params = model->full_parameters();
+  ASSERT_EQ(params.size(), single.params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(all_close(params[i].second.to_vector(), single.params[i].second, kRtol, kParamAtol)) << params[i].first;
 }
 
 // Each stage keeps only its inputs and recomputes its forward in the backward: the same steps.
