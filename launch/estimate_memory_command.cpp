@@ -42,7 +42,8 @@ picks the first row in the order printed that fits (the least communication firs
                               keep everything in memory, and a last one, FULL_SHARD with
                               checkpointing and the masters, gradients and optimizer state
                               in files in DIR (the "on disk" column), is tried if DIR has the
-                              space
+                              space; its "cache" is the freed blocks the allocator then keeps
+                              for reuse (256 MiB, or ACC_ALLOC_CACHE_MB)
   --save_async                checkpoint::save_async (--save_async of the training programs):
                               a column for the host copy of the state each rank writes from
   --memory_limit SIZE         what AUTO may use per rank, e.g. 8GiB (default: the config's
@@ -159,6 +160,7 @@ int run_estimate_memory(const std::vector<std::string>& args) {
   const bool disk = std::ranges::any_of(rows, [](const StrategyEstimate& r) { return r.memory.on_disk > 0; });
   std::vector<std::string> header{"parameters", "gradients", "optimizer", "gathered", "activations", "comm"};
   if (w.save_async) header.push_back("checkpoint");
+  if (disk) header.push_back("cache");
   header.push_back(disk ? "in memory" : "total");
   if (o.offload) header.insert(header.end(), {"compute", "offload"});
   if (disk) header.push_back("on disk");
@@ -171,6 +173,7 @@ int run_estimate_memory(const std::vector<std::string>& args) {
         estimate::format_bytes(e.optimizer_state), estimate::format_bytes(e.gathered),
         estimate::format_bytes(e.activations), estimate::format_bytes(e.communication)};
     if (w.save_async) cells.push_back(estimate::format_bytes(e.checkpoint));
+    if (disk) cells.push_back(estimate::format_bytes(e.allocator_cache));
     cells.push_back(estimate::format_bytes(e.total()));
     if (o.offload) {
       const int64_t offloaded = e.parameters + e.gradients + e.optimizer_state;

@@ -2,7 +2,7 @@
 """GPT-2 XL (1.56B parameters, 25 GB of f32 training state) trained on this machine.
 
     bench/strategies/xl.py [--ranks 4] [--batch 16] [--seq 256] [--steps 10]
-                           [--offload-dir DIR] [--out FILE]
+                           [--offload-dir DIR] [--out FILE] [--reestimate]
 
 Runs `accelerate launch --num_processes N --config_file configs/fsdp_auto_offload.yaml
 train_gpt2 --config xl` on Brown (data/brown, scripts/fetch-data) with bf16 compute where the
@@ -22,7 +22,9 @@ the same run:
 - `accelerate estimate-memory`'s "in memory" per rank for the chosen plan, times the ranks,
   against the anonymous peak;
 - the first and the last training loss.
-Writes bench/results/xl_np{N}.json (or --out).
+Writes bench/results/xl_np{N}.json (or --out). With --reestimate nothing is trained: the
+estimate of an existing result file is computed again by this build's estimate-memory (its
+commit recorded in "estimate_commit") and compared with the measure the file holds.
 """
 import argparse
 import json
@@ -137,6 +139,29 @@ def estimate_in_memory(ranks, batch, seq, bf16, offload_dir):
     raise SystemExit("estimate-memory printed no row with files:\n" + out)
 
 
+def write_json(path, result):
+    with open(path + ".tmp", "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def reestimate(path, offload_dir):
+    """The estimate of the run in `path` from this build, against the anonymous peak it measured."""
+    with open(path) as f:
+        result = json.load(f)
+    est_memory, est_disk = estimate_in_memory(result["ranks"], result["batch"], result["seq"],
+                                              result["compute"] == "bf16", offload_dir)
+    shutil.rmtree(offload_dir, ignore_errors=True)
+    anon = result["anon_peak_gib"] * GIB
+    commit = run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).strip()
+    result.update({"estimate_in_memory_gib": result["ranks"] * est_memory / GIB,
+                   "estimate_on_disk_gib": result["ranks"] * est_disk / GIB,
+                   "estimate_vs_measure": result["ranks"] * est_memory / anon, "estimate_commit": commit})
+    write_json(path, result)
+    print(f"{path}: estimate-memory at {commit}: {result['estimate_in_memory_gib']:.2f} GiB in memory, "
+          f"{result['estimate_vs_measure']:.2f}x the measured {result['anon_peak_gib']:.2f} GiB")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=4)
@@ -145,10 +170,14 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--offload-dir", default=os.path.join(ROOT, "bench", "results", "xl-offload"))
     p.add_argument("--out")
+    p.add_argument("--reestimate", action="store_true",
+                   help="only compute the estimate of the result file again, against its measure")
     a = p.parse_args()
     out_path = a.out or os.path.join(ROOT, "bench", "results", f"xl_np{a.ranks}.json")
     shutil.rmtree(a.offload_dir, ignore_errors=True)
     os.makedirs(a.offload_dir)
+    if a.reestimate:
+        return reestimate(out_path, a.offload_dir)
 
     env_text = run([os.path.join(BUILD, "bin", "accelerate"), "env"])
     bf16 = bool(re.search(r"native bf16[^\n]*yes", env_text, re.I))
@@ -204,9 +233,7 @@ def main():
         "rank0_storage_read_written": [io.group(1), io.group(2)] if io else None,
         **disk,
     }
-    with open(out_path + ".tmp", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(out_path + ".tmp", out_path)
+    write_json(out_path, result)
     shutil.rmtree(a.offload_dir, ignore_errors=True)
     print(f"GPT-2 XL, {a.ranks} ranks, {result['compute']}, batch {a.batch} x {a.seq}, {a.steps} steps on {cpu}")
     print(f"  plan: {result['plan']}")

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "acc/memory/allocator.h"
+
 namespace acc::fsdp {
 
 namespace {
@@ -81,6 +83,10 @@ estimate::Memory estimate(const estimate::ModelShape& s, const Plan& plan, const
   // gradients (FSDP's reduce window).
   if (w.world > 1 && per_block) e.activations += 4 * s.block_parameters;
   e.communication = estimate::communication_bytes(w);
+  // With state in files the allocator keeps freed blocks up to a cap it fills with what a step
+  // frees and asks for again: its gathered units and activations.
+  if (!plan.offload_dir.empty())
+    e.allocator_cache = std::min(memory::file_tier_cache_bytes(w.ranks_per_node), e.gathered + e.activations);
   return e;
 }
 

@@ -34,9 +34,14 @@ struct Workload {
 struct Memory {
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, gathered = 0, activations = 0,
           communication = 0, checkpoint = 0;
+  // Freed blocks the allocator keeps for reuse, counted where its cache is bounded to a size
+  // that a step fills (plans with files: memory::file_tier_cache_bytes, at most what the step
+  // frees and asks for again).
+  int64_t allocator_cache = 0;
   int64_t on_disk = 0;
   int64_t total() const {
-    return parameters + gradients + optimizer_state + gathered + activations + communication + checkpoint;
+    return parameters + gradients + optimizer_state + gathered + activations + communication + checkpoint +
+           allocator_cache;
   }
 };
 

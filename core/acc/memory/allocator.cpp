@@ -88,11 +88,7 @@ class BlockCache {
     resize_locked();
   }
 
- private:
-  void resize_locked() {
-    capacity_ = capacity_for(local_ranks_, cap_);
-    if (cached_ > capacity_) release_locked();
-  }
+  // The capacity with at most `cap` by default, ACC_ALLOC_CACHE_MB's when set.
   static int64_t capacity_for(int local_ranks, int64_t cap) {
     const char* env = std::getenv("ACC_ALLOC_CACHE_MB");
     if (!env || !*env) {
@@ -106,6 +102,12 @@ class BlockCache {
     return static_cast<int64_t>(mb) << 20;
   }
 
+ private:
+  void resize_locked() {
+    capacity_ = capacity_for(local_ranks_, cap_);
+    if (cached_ > capacity_) release_locked();
+  }
+
   int local_ranks_ = 1;
   int64_t cap_ = std::numeric_limits<int64_t>::max();  // on the default (cap())
   // Read when the cache is built, on the first large allocation (which may throw), never
@@ -115,6 +117,9 @@ class BlockCache {
   std::unordered_map<size_t, std::vector<void*>> free_;
   int64_t cached_ = 0;
 };
+
+// The cache's default capacity once state lives in files (set_file_tier_dir).
+constexpr int64_t kFileTierCacheCap = int64_t{256} << 20;
 
 BlockCache& cache() {
   static BlockCache* c = new BlockCache;  // never destroyed: tensors may die after main
@@ -208,9 +213,11 @@ void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes) 
   // with 256 MiB, at the same step time). For the same reason blocks of 1 MiB and more come
   // from mmap and go back to the system when freed: glibc's own threshold rises as such blocks
   // are freed, and then keeps them in its heap (GPT-2 medium, 2 ranks: 2707 -> 2010 MiB).
-  cache().cap(int64_t{256} << 20);
+  cache().cap(kFileTierCacheCap);
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
+
+int64_t file_tier_cache_bytes(int local_ranks) { return BlockCache::capacity_for(local_ranks, kFileTierCacheCap); }
 
 void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept {
   if (tier == Tier::file) file_tier::page_out(ptr, nbytes);

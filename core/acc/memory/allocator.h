@@ -52,6 +52,9 @@ void deallocate(void* ptr, size_t nbytes, Category category, Tier tier = Tier::c
 // cache of freed blocks keeps at most 256 MiB (unless ACC_ALLOC_CACHE_MB sets it), and malloc
 // maps blocks of 1 MiB and more on their own, so that freeing them returns them at once.
 void set_file_tier_dir(const std::filesystem::path& dir, int64_t reserve_bytes = 0);
+// What that cache may then hold in each of `local_ranks` processes on a node: freed blocks kept
+// resident beside the state (the memory estimate counts them for plans with files).
+int64_t file_tier_cache_bytes(int local_ranks);
 // Drops the whole pages inside [ptr, ptr + nbytes) of a file-tier block from this process's
 // resident memory; their contents stay in the file (read back on the next touch). Does nothing
 // for other tiers.
