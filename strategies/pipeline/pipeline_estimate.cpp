@@ -1,6 +1,7 @@
 #include "pipeline_estimate.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "acc/models/model.h"
@@ -126,10 +127,14 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   return out;
 }
 
-std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
-                                            const Config& config) {
+namespace {
+
+// The row of the stage that needs the most under `config`'s pipeline_config; none when the
+// strategy would refuse the plan.
+std::optional<StrategyEstimate> worst_stage_row(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                                const Config& config) {
   const auto stages = stage_memory(shape, w, config);
-  if (stages.empty()) return {};
+  if (stages.empty()) return std::nullopt;
   const auto worst = std::ranges::max_element(stages, {}, &estimate::Memory::total);
   const PipelineOptions o = read_options(config);
   const int T = o.tensor_parallel, replicas = w.world / (static_cast<int>(stages.size()) * T);
@@ -137,9 +142,54 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
                            (o.stages_per_rank > 1 ? " of " + std::to_string(o.stages_per_rank) + " chunks" : "") +
                            (replicas > 1 ? " x " + std::to_string(replicas) + " replicas" : "") +
                            (T > 1 ? " x " + std::to_string(T) + " tensor-parallel" : "");
-  return {{.plan = "PIPELINE " + to_string(o.schedule) + " (" + grid + ", " + std::to_string(o.microbatches) +
-                   " microbatches)",
-           .memory = *worst}};
+  return StrategyEstimate{.plan = "PIPELINE " + to_string(o.schedule) + " (" + grid + ", " +
+                                   std::to_string(o.microbatches) + " microbatches)",
+                          .memory = *worst};
+}
+
+// AUTO's pipeline for a job over several machines: a stage per node, run by the node's ranks as
+// replicas, 1F1B. Only the stages' activations (and a tied head's gradient) cross machines,
+// a sixth of what FULL_SHARD sends and a quarter of HYBRID_SHARD's gradient all-reduce
+// (docs/performance.md: 0.94x FULL_SHARD's tokens/s with an unpaced link, where HYBRID_SHARD
+// ran 0.83x; 4.0x over a slow one), so AUTO tries it right after NO_SHARD (100) and before
+// the hybrids (200, 300) and the plans that gather across machines. On one machine the bubble
+// costs more than the communication saved: AUTO does not try it there.
+std::optional<StrategyEstimate> auto_row(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                         Config config) {
+  const int node = std::max(1, w.ranks_per_node);
+  if (w.world <= node || w.world % node != 0 || w.batch % node != 0) return std::nullopt;
+  const int stages = w.world / node;
+  const int64_t rows = w.batch / node;  // a replica's
+  // As many microbatches as the rows allow, up to 8 a stage: the bubble shrinks, a microbatch
+  // stays large enough to compute efficiently.
+  int64_t micro = 1;
+  for (int64_t m = 1; m <= std::min<int64_t>(rows, 8 * stages); ++m)
+    if (rows % m == 0) micro = m;
+  const std::vector<std::pair<std::string, std::string>> settings{
+      {"strategy", kStrategy},
+      {std::string(kSection) + ".schedule", "1F1B"},
+      {std::string(kSection) + ".stages", std::to_string(stages)},
+      {std::string(kSection) + ".tensor_parallel", "1"},
+      {std::string(kSection) + ".stages_per_rank", "1"},
+      {std::string(kSection) + ".microbatches", std::to_string(micro)}};
+  for (const auto& [key, value] : settings)
+    if (key != "strategy") config.set(key, value);
+  auto row = worst_stage_row(shape, w, config);
+  if (!row) return std::nullopt;
+  row->plan += ", a stage per node";
+  row->auto_order = 150;
+  row->settings = settings;
+  return row;
+}
+
+}  // namespace
+
+std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
+                                            const Config& config) {
+  std::vector<StrategyEstimate> rows;
+  if (auto own = worst_stage_row(shape, w, config)) rows.push_back(std::move(*own));
+  if (auto candidate = auto_row(shape, w, config)) rows.push_back(std::move(*candidate));
+  return rows;
 }
 
 }  // namespace acc::pipeline

@@ -13,7 +13,8 @@ namespace acc::pipeline {
 // empty when the strategy would refuse the plan (or the model declares no chain).
 std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                            const Config& config);
-// One row: the stage that needs the most.
+// The stage that needs the most under the config's pipeline_config (a row AUTO never picks),
+// and, for a job over several machines, AUTO's candidate: a stage per node, its ranks replicas.
 std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
                                             const Config& config);
 

@@ -23,7 +23,8 @@ class PipelineStrategy : public Strategy {
   }
   // Each rank gives its own stage's deferred parameters their values (pipeline_model.cpp).
   bool initialises_deferred_parameters() const override { return true; }
-  // The stage that needs the most memory; AUTO does not choose a pipeline (no auto_order).
+  // The stage that needs the most memory; over several machines also AUTO's candidate, a stage
+  // per node (pipeline_estimate.h).
   std::vector<StrategyEstimate> estimate_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                                 const Config& config) const override {
     return estimate_rows(shape, w, config);

@@ -26,7 +26,8 @@ struct StrategyEstimate {
   estimate::Memory memory;
   // Where AUTO tries this row among every strategy's rows, lower first: the less a row
   // communicates, the earlier. FSDP's rows: NO_SHARD 100, HYBRID_SHARD_ZERO2 200, HYBRID_SHARD
-  // 300, SHARD_GRAD_OP 400, FULL_SHARD 500, FULL_SHARD with activation checkpointing 600.
+  // 300, SHARD_GRAD_OP 400, FULL_SHARD 500, FULL_SHARD with activation checkpointing 600;
+  // PIPELINE's stage per node over several machines 150.
   // Empty: AUTO never chooses it (a strategy that does not train as one process would).
   std::optional<int> auto_order{};
   // The config keys AUTO sets when it chooses this row, as Config::set takes them

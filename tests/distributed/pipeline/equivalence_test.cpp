@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "acc/accelerate/accelerator.h"
+#include "acc/accelerate/auto_strategy.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/distributed/traffic.h"
 #include "acc/memory/allocator.h"
@@ -75,6 +76,43 @@ TEST_P(PipelineGrid, SameLossesAndParametersAsOneProcess) {
 INSTANTIATE_TEST_SUITE_P(TwoReplicas, PipelineGrid,
                          ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"llama_deep", "GPipe", 2}),
                          case_name);
+
+// AUTO offers a pipeline with a stage per node only over several machines, tried right after
+// NO_SHARD: GPT-2 small (8 x 512) on 4 machines of one rank, under a budget NO_SHARD exceeds
+// but 4 stages meet, gets the pipeline; on one machine of 4 ranks, none. At 4 ranks as 2
+// simulated nodes the config AUTO would run for the test model (2 stages x 2 replicas) trains
+// as one process does.
+TEST(Pipeline, AutoOffersAStagePerNodeAcrossMachines) {
+  Config config;
+  config.dist.strategy = kAutoStrategy;
+  auto candidate_of = [](const std::vector<StrategyEstimate>& rows) {
+    return std::ranges::find_if(rows, [](const StrategyEstimate& r) { return r.auto_order && r.plan.starts_with("PIPELINE"); });
+  };
+  const auto gpt2 = estimate::ModelShape::from_name("gpt2");
+  const auto one_machine = strategy_estimates(gpt2, {.world = 4, .ranks_per_node = 4, .batch = 8, .seq = 512}, config);
+  EXPECT_EQ(candidate_of(one_machine), one_machine.end()) << "AUTO offered a pipeline on one machine";
+  const auto machines = strategy_estimates(gpt2, {.world = 4, .ranks_per_node = 1, .batch = 8, .seq = 512}, config);
+  const auto candidate = candidate_of(machines);
+  ASSERT_NE(candidate, machines.end());
+  EXPECT_NE(candidate->plan.find("4 stages"), std::string::npos) << candidate->plan;
+  const AutoChoice choice = choose_auto(machines, candidate->memory.total());
+  EXPECT_TRUE(choice.fits);
+  EXPECT_EQ(choice.row.plan, candidate->plan) << choice.reason;
+  EXPECT_TRUE(choice.reason.starts_with("NO_SHARD needs")) << "NO_SHARD is tried first: " << choice.reason;
+  if (topology().num_nodes < 2) return;
+
+  const data::DataLoader loader(make_dataset("gpt2", kSteps * kGlobalBatch), {.batch_size = kGlobalBatch, .prefetch = 0});
+  const estimate::Workload here{.world = world().size(), .ranks_per_node = topology().local_size,
+                                .batch = kGlobalBatch, .seq = (*loader.begin())["input_ids"].size(1)};
+  const auto rows = strategy_estimates(estimate::ModelShape::of(*make_model("gpt2_deep")), here, config);
+  const auto here_candidate = candidate_of(rows);
+  ASSERT_NE(here_candidate, rows.end());
+  EXPECT_NE(here_candidate->plan.find("2 stages x 2 replicas"), std::string::npos) << here_candidate->plan;
+  const Config chosen = apply_auto_choice(config, *here_candidate);
+  EXPECT_EQ(chosen.strategy_name(), "PIPELINE");
+  expect_same_run(run_accelerated("gpt2_deep", chosen, kSteps, kGlobalBatch),
+                  run_single_process("gpt2_deep", kSteps, kGlobalBatch));
+}
 
 // Tensor parallelism inside each stage (pipeline_config.tensor_parallel 2): 1 stage x 2 at 2
 // ranks, 2 stages x 2 at 4 (the tied GPT-2 head split over the vocabulary on both its stages,
