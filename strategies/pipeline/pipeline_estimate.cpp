@@ -32,7 +32,7 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   const ChainParameters parameters = chain_parameters(*lm);
   StagePlan plan;
   try {
-    plan = plan_model_stages(parameters.chain, parameters.sizes, parameters.head, virtual_stages, o.split_points);
+    plan = plan_model_stages(parameters, virtual_stages, o.split_points);
   } catch (const Error&) {
     return {};  // split points that do not fit this model: the strategy says why when it runs
   }

@@ -90,8 +90,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   const int chunks = options_.stages_per_rank;
   ACC_CHECK(chunks == 1 || grid_.stages > 1, "pipeline_config.stages_per_rank: ", chunks, " chunks on a pipeline "
             "of one rank would only send to itself; interleaving needs 2 or more stages");
-  plan_ = plan_model_stages(parameters.chain, parameters.sizes, parameters.head, grid_.stages * chunks,
-                            options_.split_points);
+  plan_ = plan_model_stages(parameters, grid_.stages * chunks, options_.split_points);
   stage_actions(options_.schedule, stage(), grid_.stages, options_.microbatches, chunks);  // its errors now, not at
                                                                                           // the first step
   ACC_CHECK(2 * plan_.stages() * options_.microbatches <= kEvaluationTag, "pipeline_config.microbatches: ",

@@ -33,7 +33,7 @@ OptionSection option_section() {
                        "bubble, (stages - 1) / (microbatches + stages - 1) of a step (at most 15000 / stages)",
                .question = "Pipeline: microbatches per batch?"},
               {.key = "split_points", .type = T::name_list, .default_value = "auto",
-               .help = "auto (stages balanced by the parameters each computes with), or the layer names where "
+               .help = "auto (stages balanced by the products each computes per token), or the layer names where "
                        "each stage after the first begins (transformer.h.6)",
                .question = "Pipeline: split points (auto, or layer names where a stage begins)?"},
               {.key = "activation_checkpointing", .type = T::boolean, .default_value = "false",

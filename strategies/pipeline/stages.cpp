@@ -91,7 +91,7 @@ StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cos
 StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
-                            const std::vector<std::string>& split_points) {
+                            const std::vector<std::string>& split_points, int64_t layer_attention) {
   const auto n = static_cast<int64_t>(chain.layers.size());
   ACC_CHECK(n > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
   ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process, times "
@@ -114,7 +114,7 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
       split_at.push_back(at);
     }
   }
-  std::vector<int64_t> costs(static_cast<size_t>(n), 0);
+  std::vector<int64_t> costs(static_cast<size_t>(n), layer_attention);
   int64_t head = 0;
   for (const auto& [name, numel] : parameters) {
     if (name == head_weight) head = numel;
@@ -124,6 +124,11 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
   return plan_stages(costs, 0, head, stages, split_at);
 }
 
+StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points) {
+  return plan_model_stages(parameters.chain, parameters.sizes, parameters.head, stages, split_points,
+                           parameters.layer_attention);
+}
+
 ChainParameters chain_parameters(models::CausalLM& lm) {
   ChainParameters out{.chain = lm.structure().chain};
   const Tensor head = lm.head_weight();
@@ -131,6 +136,11 @@ ChainParameters chain_parameters(models::CausalLM& lm) {
     out.sizes.emplace_back(name, p.numel());
     if (p.is_same(head)) out.head = name;
   }
+  // The FLOPs a sequence's length adds are attention's (6 per parameter-equivalent: forward and
+  // backward); the balance counts them at the longest sequence the model takes.
+  const auto layers = static_cast<double>(std::max<size_t>(1, out.chain.layers.size()));
+  const double attention = lm.train_flops_per_token(lm.max_seq_len()) - lm.train_flops_per_token(0);
+  out.layer_attention = static_cast<int64_t>(std::max(0.0, attention) / 6.0 / layers);
   return out;
 }
 

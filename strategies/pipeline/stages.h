@@ -40,22 +40,27 @@ StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cos
                       const std::vector<int64_t>& split_at = {});
 
 // The plan for a model whose parameters and their element counts are `parameters`: each
-// layer costs its parameters, the last stage the head's weight (`head_weight`, used in a
+// layer costs its parameters plus `layer_attention` (its attention's products, in the same
+// units: FLOPs per token / 2), the last stage the head's weight (`head_weight`, used in a
 // product per token), the embedding nothing (a lookup). `split_points` are module names of
 // layers where a stage begins, or ["auto"]. Errors name pipeline_config.split_points or the
 // number of processes.
 StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
-                            const std::vector<std::string>& split_points);
+                            const std::vector<std::string>& split_points, int64_t layer_attention = 0);
 
 // A causal LM's parameters as a plan needs them: its chain, every parameter's name and element
-// count in order, and which one is the head's weight.
+// count in order, which one is the head's weight, and what a layer's attention adds to its
+// products at the model's longest sequence (from Model::train_flops_per_token).
 struct ChainParameters {
   models::Structure::Chain chain;
   std::vector<std::pair<std::string, int64_t>> sizes;
   std::string head;
+  int64_t layer_attention = 0;
 };
+// plan_model_stages for `parameters`.
+StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points);
 ChainParameters chain_parameters(models::CausalLM& lm);
 
 // The stages (ascending) that hold each parameter: its layer's, the first for the embedding's,
