@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <numeric>
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/nn/layers.h"
@@ -45,6 +46,12 @@ void copy_held(const Tensor& full, const ShardedModel::DimSlice& held, const Ten
       dst += (end - begin) * inner;
     }
   }
+}
+
+// The first of rank `rank`'s rows when `extent` rows are split over `size` ranks (split_sizes).
+int64_t first_of(int64_t extent, int rank, int size) {
+  const auto rows = split_sizes(extent, size);
+  return std::accumulate(rows.begin(), rows.begin() + rank, int64_t{0});
 }
 
 std::pair<std::string, std::string> owner_and_local(const std::string& name) {
@@ -271,12 +278,7 @@ void TensorParallel::restore_slices(models::Model& model, bool writeback) noexce
   step_in();
 }
 
-int64_t TensorParallel::first_row(int64_t extent) const {
-  const auto rows = split_sizes(extent, group_->size());
-  int64_t first = 0;
-  for (int r = 0; r < group_->rank(); ++r) first += rows[static_cast<size_t>(r)];
-  return first;
-}
+int64_t TensorParallel::first_row(int64_t extent) const { return first_of(extent, group_->rank(), group_->size()); }
 
 Tensor TensorParallel::gather(const ModelAxisSplit& split, const Tensor& slice) const {
   autograd::NoGradGuard no_grad;
@@ -295,12 +297,9 @@ ShardedModel::DimSlice TensorParallel::slice_held(const ModelAxisSplit& split) c
 
 ShardedModel::DimSlice held_slice(const ModelAxisSplit& split, int rank, int size) {
   const int64_t section = split.full_shape[static_cast<size_t>(split.dim)] / split.sections;
-  const auto rows = split_sizes(section, size);
-  int64_t first = 0;
-  for (int r = 0; r < rank; ++r) first += rows[static_cast<size_t>(r)];
+  const int64_t first = first_of(section, rank, size), rows = split_sizes(section, size)[static_cast<size_t>(rank)];
   ShardedModel::DimSlice slice{split.dim, {}};
-  for (int64_t s = 0; s < split.sections; ++s)
-    slice.blocks.emplace_back(s * section + first, s * section + first + rows[static_cast<size_t>(rank)]);
+  for (int64_t s = 0; s < split.sections; ++s) slice.blocks.emplace_back(s * section + first, s * section + first + rows);
   return slice;
 }
 

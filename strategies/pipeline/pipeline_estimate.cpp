@@ -41,14 +41,10 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   // Tensor parallelism: a rank holds 1/T of each split parameter and computes its heads, its
   // part of the MLP's width and, the head split too, its vocabulary rows, over the same tokens.
   std::set<std::string> split;
-  estimate::ModelShape computed = shape;
+  estimate::ModelShape computed = shape.on_model_rank(T, /*vocabulary_split=*/true);
   if (T > 1) {
     for (const auto& [name, spec] : parallel::structure_sharding(*model).parameters)
       if (!spec.axes().empty()) split.insert(name);
-    computed.heads = std::max<int64_t>(1, shape.heads / T);
-    computed.kv_hidden = std::max<int64_t>(1, shape.kv_hidden / T);
-    computed.intermediate = std::max<int64_t>(1, shape.intermediate / T);
-    computed.vocab = (shape.vocab + T - 1) / T;
     computed.largest_block_matrix = (shape.largest_block_matrix + T - 1) / T;
   }
   const double tokens = static_cast<double>(rows / o.microbatches * w.seq);  // one microbatch's

@@ -69,13 +69,7 @@ std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, c
   m.gathered = static_cast<int64_t>((w.bf16 ? 2.0 : 4.0) * gathered_elements);
   // Tensor parallelism: each model rank computes its heads, its part of the MLP's width and, with
   // the head split, its vocabulary rows, over the same tokens.
-  estimate::ModelShape computed = shape;
-  if (model_ranks > 1) {
-    computed.heads = std::max<int64_t>(1, shape.heads / model_ranks);
-    computed.kv_hidden = std::max<int64_t>(1, shape.kv_hidden / model_ranks);
-    computed.intermediate = std::max<int64_t>(1, shape.intermediate / model_ranks);
-    if (head_split) computed.vocab = (shape.vocab + model_ranks - 1) / model_ranks;
-  }
+  const estimate::ModelShape computed = shape.on_model_rank(model_ranks, head_split);
   m.activations = estimate::activation_bytes(computed, w.batch / fsdp, w.seq, w.bf16,
                                              config.dist.fsdp.activation_checkpointing, vocab_parallel ? fsdp : 1);
   if (fsdp > 1 && per_block) m.activations += 4 * shape.block_parameters / model_ranks;  // the reduce window

@@ -126,7 +126,7 @@ int64_t group_channel_bytes(int ranks, const Workload& w) {
   // The OpenMPI plugin's shared-memory channel: two staging buffers per rank of the group on
   // the node; with more than one node in the job, a second channel for the urgent lane.
   if (ranks < 2) return 0;
-  const int node = std::max(1, w.ranks_per_node), lanes = w.world > std::min(w.world, node) ? 2 : 1;
+  const int node = std::max(1, w.ranks_per_node), lanes = w.world > node ? 2 : 1;
   return 2 * lanes * static_cast<int64_t>(dist::staging_buffer_bytes()) * std::min(ranks, node);
 }
 

@@ -170,4 +170,14 @@ ModelShape ModelShape::from_name(const std::string& name) {
   }
 }
 
+ModelShape ModelShape::on_model_rank(int model_ranks, bool vocabulary_split) const {
+  ModelShape out = *this;
+  if (model_ranks <= 1) return out;
+  out.heads = std::max<int64_t>(1, heads / model_ranks);
+  out.kv_hidden = std::max<int64_t>(1, kv_hidden / model_ranks);
+  out.intermediate = std::max<int64_t>(1, intermediate / model_ranks);
+  if (vocabulary_split) out.vocab = (vocab + model_ranks - 1) / model_ranks;
+  return out;
+}
+
 }  // namespace acc::estimate

@@ -29,6 +29,9 @@ struct ModelShape {
   std::function<std::shared_ptr<models::Model>()> deferred_model{};
 
   int64_t root_parameters() const { return parameters - layers * block_parameters; }
+  // What one of `model_ranks` tensor-parallel ranks computes: its heads, kv width and MLP width
+  // (at least one each) and, when the head is split too, its vocabulary rows.
+  ModelShape on_model_rank(int model_ranks, bool vocabulary_split) const;
 
   static ModelShape of(const models::GPT2Config& c);
   static ModelShape of(const models::LlamaConfig& c);
