@@ -2,9 +2,12 @@
 // [out, in] while reading any element range of it, against the plain transpose, element by
 // element: ranges starting and ending mid-row, single rows, the whole matrix, both ways of
 // reading (whole stored rows, or each stored row's columns), and matrices wider than one block.
+// The same ranges served by PieceReader::verify_all from the chunks it reads for a checksum
+// (transposed or not, chunks of several MB), and a damaged entry still failing its check.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "acc/checkpoint/piece_reader.h"
@@ -19,6 +22,7 @@ namespace fs = std::filesystem;
 struct Stored {
   int64_t cols, rows;
   fs::path file;
+  uint32_t crc;  // of the stored bytes
 };
 
 Stored write_stored(const fs::path& dir, int64_t cols, int64_t rows) {
@@ -29,8 +33,16 @@ Stored write_stored(const fs::path& dir, int64_t cols, int64_t rows) {
   const fs::path file = dir / name;
   acc::io::SafetensorsWriter w(file, {{"w", acc::DType::f32, {cols, rows}}});
   w.write("w", values.data());
+  const uint32_t crc = w.crc32("w");
   w.finish();
-  return {cols, rows, file};
+  return {cols, rows, file, crc};
+}
+
+// acc's element k of a range starting at `begin`: of the transpose, or of the stored order.
+float expected(const Stored& m, bool transposed, int64_t begin, int64_t k) {
+  if (!transposed) return static_cast<float>(begin + k);
+  const int64_t i = (begin + k) / m.cols, j = (begin + k) % m.cols;  // acc's (i, j) = stored (j, i)
+  return static_cast<float>(j * m.rows + i);
 }
 
 void expect_range(const Stored& m, int64_t begin, int64_t count) {
@@ -38,8 +50,7 @@ void expect_range(const Stored& m, int64_t begin, int64_t count) {
   std::vector<float> got(static_cast<size_t>(count), -1.0f);
   acc::checkpoint::read_transposed(reader, "w", m.cols, m.rows, begin, count, got.data());
   for (int64_t k = 0; k < count; ++k) {
-    const int64_t i = (begin + k) / m.cols, j = (begin + k) % m.cols;  // acc's (i, j) = stored (j, i)
-    ASSERT_EQ(got[static_cast<size_t>(k)], static_cast<float>(j * m.rows + i))
+    ASSERT_EQ(got[static_cast<size_t>(k)], expected(m, true, begin, k))
         << m.cols << "x" << m.rows << " stored, range [" << begin << ", " << begin + count << "), element " << k;
   }
 }
@@ -57,6 +68,45 @@ TEST(ReadTransposed, EveryRangeIsTheTransposeOfTheStoredMatrix) {
     expect_range(m, n / 4 + 3, n / 2 + 5);  // over half the rows: whole stored rows, cut
     expect_range(m, n - 1, 1);              // the last element
   }
+}
+
+// A 16 MB-plus entry is checked in several chunks; reads of it are served from them.
+TEST(ReadTransposed, ReadsServedByTheChecksumPassAreThoseOfAPlainRead) {
+  const fs::path dir = acc::test::fresh_dir("checked_reads");
+  const Stored m = write_stored(dir, 1500, 3001);  // 4.5M elements: two chunks, not row-aligned for 4M
+  const int64_t n = m.cols * m.rows;
+  for (const bool transposed : {true, false}) {
+    acc::checkpoint::Manifest manifest;
+    manifest.files[m.file.filename().string()] = fs::file_size(m.file);
+    const acc::checkpoint::PieceRecord piece{m.file.filename().string(), "w", 0, n, m.crc, transposed};
+    const std::vector<std::pair<int64_t, int64_t>> ranges = {
+        {0, n}, {0, m.cols}, {m.cols / 2, m.cols}, {n / 3 + 1, n / 3}, {n - 1, 1}};
+    std::vector<std::vector<float>> got;
+    std::vector<acc::checkpoint::PieceReader::Read> reads;
+    for (const auto& [begin, count] : ranges) got.emplace_back(static_cast<size_t>(count), -1.0f);
+    for (size_t r = 0; r < ranges.size(); ++r) reads.push_back({&piece, ranges[r].first, ranges[r].second, got[r].data()});
+    acc::checkpoint::PieceReader files(dir, manifest);
+    files.verify_all({&piece}, reads);
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      for (int64_t k = 0; k < ranges[r].second; ++k) {
+        ASSERT_EQ(got[r][static_cast<size_t>(k)], expected(m, transposed, ranges[r].first, k))
+            << (transposed ? "transposed" : "in order") << ", range [" << ranges[r].first << ", +"
+            << ranges[r].second << "), element " << k;
+      }
+    }
+  }
+  // One byte altered in the second chunk: the check fails although its reads were served.
+  {
+    std::fstream f(m.file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-8, std::ios::end);
+    f.put('\x7f');
+  }
+  acc::checkpoint::Manifest manifest;
+  manifest.files[m.file.filename().string()] = fs::file_size(m.file);
+  const acc::checkpoint::PieceRecord piece{m.file.filename().string(), "w", 0, n, m.crc, true};
+  std::vector<float> whole(static_cast<size_t>(n));
+  acc::checkpoint::PieceReader files(dir, manifest);
+  EXPECT_THROW(files.verify_all({&piece}, {{&piece, 0, n, whole.data()}}), acc::Error);
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ struct Read {
 };
 struct Target {
   Tensor dst;  // f32, contiguous; bound once loading is certain for optimizer state
+  // dst is a new tensor, not yet the optimizer's: read while the checksums are checked.
+  bool fresh = false;
   std::vector<Read> reads;
 };
 
@@ -97,6 +99,15 @@ struct Plan {
     for (auto& s : states)
       for (auto& t : s.tensors) f(t);
   }
+  // The reads of the fresh targets, or of the others.
+  std::vector<PieceReader::Read> reads(bool fresh) {
+    std::vector<PieceReader::Read> out;
+    for_each_target([&](Target& t) {
+      if (t.fresh == fresh)
+        for (const auto& r : t.reads) out.push_back({r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at});
+    });
+    return out;
+  }
 };
 
 Plan plan_load(const Manifest& manifest, const TrainingState& state) {
@@ -126,24 +137,48 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
       fill.tensors.push_back(plan_target(manifest, key, pieces[i]));
     }
     if (fill.tensors.size() != opt->state_names().size()) fill = {*slots[i], std::nullopt, {}};
+    // A parameter with no state yet (a load before the first step, the usual case) gets its
+    // state as new tensors, read in the same pass that checks the files: those bytes come off
+    // the disk once, and nothing the optimizer holds changes before every check has passed.
+    if (fill.step && opt->state(fill.slot.group, fill.slot.index).tensors.empty()) {
+      auto fresh = opt->unbound_state(fill.slot.group, fill.slot.index);
+      for (size_t k = 0; k < fresh.size(); ++k) {
+        fill.tensors[k].dst = std::move(fresh[k]);
+        fill.tensors[k].fresh = true;
+      }
+    }
     plan.states.push_back(std::move(fill));
   }
   return plan;
 }
 
 // This rank's share of checking the checkpoint: every piece the load reads (on any rank), each
-// given to one rank, largest first to the rank with the fewest bytes so far. Each byte is then
-// checked once across the job, not once by every rank that reads it (all of them, for the
-// model file of a FULL_STATE_DICT checkpoint).
+// given to one rank. Each byte is then checked once across the job, not once by every rank
+// that reads it (all of them, for the model file of a FULL_STATE_DICT checkpoint). The pieces
+// of a shard file written by a rank of this same world size go to that rank: a load by the
+// same strategy reads exactly them, so their check and their reads are one pass. The others go
+// largest first to the rank with the fewest bytes so far.
 std::vector<const PieceRecord*> verify_share(const Manifest& manifest, bool with_optimizer, int rank, int world) {
-  std::vector<const PieceRecord*> all;
-  for (const auto& [key, rec] : manifest.tensors)
-    if (with_optimizer || !is_optimizer_key(key))
-      for (const auto& piece : rec.pieces) all.push_back(&piece);
-  std::stable_sort(all.begin(), all.end(), [](const PieceRecord* a, const PieceRecord* b) { return a->count > b->count; });
+  std::map<std::string, int> writer;
+  if (manifest.world_size == world)
+    for (int r = 0; r < world; ++r) writer[shard_file_name(r, world)] = r;
   std::vector<int64_t> assigned(static_cast<size_t>(world), 0);
-  std::vector<const PieceRecord*> mine;
-  for (const PieceRecord* piece : all) {
+  std::vector<const PieceRecord*> mine, others;
+  for (const auto& [key, rec] : manifest.tensors) {
+    if (!with_optimizer && is_optimizer_key(key)) continue;
+    for (const auto& piece : rec.pieces) {
+      const auto it = writer.find(piece.file);
+      if (it == writer.end()) {
+        others.push_back(&piece);
+        continue;
+      }
+      assigned[static_cast<size_t>(it->second)] += piece.count;
+      if (it->second == rank) mine.push_back(&piece);
+    }
+  }
+  std::stable_sort(others.begin(), others.end(),
+                   [](const PieceRecord* a, const PieceRecord* b) { return a->count > b->count; });
+  for (const PieceRecord* piece : others) {
     const auto least = std::min_element(assigned.begin(), assigned.end());
     *least += piece->count;
     if (least - assigned.begin() == rank) mine.push_back(piece);
@@ -170,7 +205,8 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state);
     files.emplace(dir, manifest);
-    files->verify_all(verify_share(manifest, state.optimizer != nullptr, group.rank(), group.size()));
+    files->verify_all(verify_share(manifest, state.optimizer != nullptr, group.rank(), group.size()),
+                      plan.reads(true));
   } catch (...) {
     error = std::current_exception();
   }
@@ -178,16 +214,19 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
 
   try {
     for (auto& fill : plan.states) {
-      optim::ParamState& s = state.optimizer->restore_state(fill.slot.group, fill.slot.index, fill.step.has_value());
+      const bool fresh = !fill.tensors.empty() && fill.tensors.front().fresh;
+      optim::ParamState& s =
+          state.optimizer->restore_state(fill.slot.group, fill.slot.index, fill.step.has_value() && !fresh);
       if (!fill.step) continue;
       s.step = *fill.step;
-      for (size_t k = 0; k < fill.tensors.size(); ++k) fill.tensors[k].dst = s.tensors[k];
+      for (size_t k = 0; k < fill.tensors.size(); ++k) {
+        if (fresh)
+          s.tensors.push_back(fill.tensors[k].dst);
+        else
+          fill.tensors[k].dst = s.tensors[k];
+      }
     }
-    std::vector<PieceReader::Read> reads;
-    plan.for_each_target([&](Target& t) {
-      for (const auto& r : t.reads) reads.push_back({r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at});
-    });
-    files->read_all(reads);
+    files->read_all(plan.reads(false));
     for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
     // Offloaded to files (fsdp_offload_dir): what was read in leaves resident memory again.
     plan.for_each_target([](Target& t) { page_out(t.dst); });

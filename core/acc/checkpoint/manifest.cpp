@@ -5,6 +5,7 @@
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
+#include <cstdio>
 #include <sstream>
 
 #include "acc/util/error.h"
@@ -174,6 +175,12 @@ TensorRecord parse_tensor(const Reader& r) {
 }
 
 }  // namespace
+
+std::string shard_file_name(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
+  return buf;
+}
 
 std::string optimizer_key(const std::string& state_name, const std::string& parameter) {
   return "optimizer." + state_name + "." + parameter;

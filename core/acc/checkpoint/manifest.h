@@ -61,6 +61,9 @@ struct Manifest {
   static Manifest parse(const std::string& json, const std::string& where);
 };
 
+// The file rank `rank` of `world` writes a sharded checkpoint's pieces into.
+std::string shard_file_name(int rank, int world);
+
 // The key of a parameter's optimizer state tensor.
 std::string optimizer_key(const std::string& state_name, const std::string& parameter);
 bool is_optimizer_key(const std::string& key);

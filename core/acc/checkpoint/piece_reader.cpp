@@ -4,6 +4,7 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -27,6 +28,8 @@ Manifest read_manifest(const std::filesystem::path& dir) {
 }
 
 namespace {
+
+constexpr int64_t kCheckChunk = int64_t{4} << 20;  // elements a check reads at a time (16 MB)
 
 // job(0) ... job(n - 1) over the thread pool; the failure of the lowest index is rethrown, so
 // the error is the one a sequential loop would have met first.
@@ -63,26 +66,92 @@ const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
   return readers_.emplace(file, io::SafetensorsReader(path)).first->second;
 }
 
-void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces) {
+void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces, const std::vector<Read>& reads) {
   std::vector<std::pair<const io::SafetensorsReader*, const PieceRecord*>> todo;
   for (const PieceRecord* piece : pieces)
     if (verified_.insert(piece->file + '\n' + piece->entry).second) todo.emplace_back(&reader(piece->file), piece);
-  in_parallel(todo.size(), [&](size_t i) { check_crc(*todo[i].first, *todo[i].second); });
+  // Each read goes with the check of its piece when there is one here, else beside the checks.
+  std::map<const PieceRecord*, size_t> checked_at;
+  for (size_t i = 0; i < todo.size(); ++i) checked_at[todo[i].second] = i;
+  std::vector<std::vector<Read>> served(todo.size());
+  std::vector<Read> rest;
+  for (const Read& read : reads) {
+    const auto it = checked_at.find(read.piece);
+    if (it == checked_at.end())
+      rest.push_back(read);
+    else
+      served[it->second].push_back(read);
+  }
+  const auto others = parts(rest);
+  in_parallel(todo.size() + others.size(), [&](size_t i) {
+    if (i < todo.size()) {
+      check_crc(*todo[i].first, *todo[i].second, served[i]);
+    } else {
+      const Read& r = others[i - todo.size()];
+      read(*r.piece, r.entry_at, r.count, r.dst);
+    }
+  });
 }
 
-void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& piece) const {
+namespace {
+
+// Stored rows [j0, j1) of an entry stored transposed ([cols, rows], acc's [rows, cols]), held
+// at `block`, `width` elements a stored row starting at stored column `origin`: the part of
+// acc's elements [entry_at, end) they hold, written to dst (which holds that range). Each acc
+// row's part is contiguous in dst.
+void scatter_stored_rows(const float* block, int64_t width, int64_t origin, int64_t j0, int64_t j1, int64_t cols,
+                         int64_t entry_at, int64_t end, float* dst) {
+  const int64_t first = entry_at / cols, last = (end + cols - 1) / cols;
+  for (int64_t i = first; i < last; ++i) {
+    const int64_t lo = std::max(j0, entry_at - i * cols), hi = std::min(j1, end - i * cols);
+    const float* in = block + (i - origin);
+    float* out = dst + (i * cols - entry_at);
+    for (int64_t j = lo; j < hi; ++j) out[j] = in[(j - j0) * width];
+  }
+}
+
+// Stored rows a transposed block holds so that it stays in cache while being scattered.
+int64_t rows_per_block(int64_t width) {
+  constexpr int64_t kBlockBytes = 512 << 10;
+  return std::clamp<int64_t>(kBlockBytes / (width * static_cast<int64_t>(sizeof(float))), 1, 64);
+}
+
+const Shape& stored_matrix(const io::SafetensorsReader& r, const PieceRecord& piece) {
+  const Shape& stored = r.entry(piece.entry).shape;
+  ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
+  return stored;
+}
+
+}  // namespace
+
+void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& piece,
+                            const std::vector<Read>& reads) const {
   ACC_CHECK(r.contains(piece.entry), piece.file, " has no entry \"", piece.entry, "\"");
   const auto& e = r.entry(piece.entry);
   ACC_CHECK(e.dtype == DType::f32 && e.numel() == piece.count, piece.file, ": \"", piece.entry,
             "\" is ", dtype_name(e.dtype), shape_str(e.shape), ", the manifest says ",
             piece.count, " f32 elements");
-  constexpr int64_t kChunk = 4 << 20;
-  std::vector<float> buffer(static_cast<size_t>(std::min<int64_t>(kChunk, piece.count)));
+  // A transposed entry is read in whole stored rows, so that its reads can be turned back.
+  const int64_t row = piece.transposed ? stored_matrix(r, piece)[1] : 1;
+  const int64_t chunk = std::max<int64_t>(1, kCheckChunk / row) * row;
+  std::vector<float> buffer(static_cast<size_t>(std::min(chunk, piece.count)));
   uint32_t crc = 0;
-  for (int64_t at = 0; at < piece.count; at += kChunk) {
-    const int64_t n = std::min(kChunk, piece.count - at);
+  for (int64_t at = 0; at < piece.count; at += chunk) {
+    const int64_t n = std::min(chunk, piece.count - at);
     r.read_range_into(piece.entry, at, at + n, buffer.data());
     crc = io::crc32(buffer.data(), static_cast<size_t>(n) * sizeof(float), crc);
+    for (const Read& read : reads) {
+      const int64_t end = read.entry_at + read.count;
+      if (!piece.transposed) {
+        const int64_t lo = std::max(at, read.entry_at), hi = std::min(at + n, end);
+        if (lo < hi) std::copy(buffer.data() + (lo - at), buffer.data() + (hi - at), read.dst + (lo - read.entry_at));
+        continue;
+      }
+      const int64_t cols = e.shape[0], block = rows_per_block(row);
+      for (int64_t j0 = at / row; j0 < (at + n) / row; j0 += block)
+        scatter_stored_rows(buffer.data() + (j0 * row - at), row, 0, j0, std::min((at + n) / row, j0 + block), cols,
+                            read.entry_at, end, read.dst);
+    }
   }
   ACC_CHECK(crc == piece.crc32, piece.file, ": \"", piece.entry, "\" does not match its checksum "
             "(the file was altered or damaged)");
@@ -104,21 +173,25 @@ void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count
     r.read_range_into(piece.entry, entry_at, entry_at + count, dst);
     return;
   }
-  const Shape& stored = r.entry(piece.entry).shape;
-  ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
+  const Shape& stored = stored_matrix(r, piece);
   read_transposed(r, piece.entry, stored[0], stored[1], entry_at, count, dst);
 }
 
-void PieceReader::read_all(const std::vector<Read>& reads) {
+std::vector<PieceReader::Read> PieceReader::parts(const std::vector<Read>& reads) {
   constexpr int64_t kPart = (16 << 20) / sizeof(float);
-  std::vector<Read> parts;
+  std::vector<Read> out;
   for (const Read& r : reads) {
-    reader(r.piece->file);  // open every file here: the threads below only look them up
+    reader(r.piece->file);  // open every file here: the threads only look them up
     const int64_t step = r.piece->transposed ? r.count : kPart;
     for (int64_t at = 0; at < r.count; at += step)
-      parts.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at});
+      out.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at});
   }
-  in_parallel(parts.size(), [&](size_t i) { read(*parts[i].piece, parts[i].entry_at, parts[i].count, parts[i].dst); });
+  return out;
+}
+
+void PieceReader::read_all(const std::vector<Read>& reads) {
+  const auto todo = parts(reads);
+  in_parallel(todo.size(), [&](size_t i) { read(*todo[i].piece, todo[i].entry_at, todo[i].count, todo[i].dst); });
 }
 
 void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
@@ -132,9 +205,8 @@ void read_transposed(const io::SafetensorsReader& r, const std::string& entry, i
   const int64_t first = entry_at / cols, last = (end + cols - 1) / cols;
   const bool whole_rows = 2 * (last - first) >= rows;
   const int64_t width = whole_rows ? rows : last - first;  // elements buffered per stored row
-  const int64_t shift = whole_rows ? first : 0;             // buffered column of acc row `first`
-  constexpr int64_t kBlockBytes = 512 << 10;
-  const int64_t block = std::clamp<int64_t>(kBlockBytes / (width * static_cast<int64_t>(sizeof(float))), 1, 64);
+  const int64_t origin = whole_rows ? 0 : first;            // the stored column buffered first
+  const int64_t block = rows_per_block(width);
   std::vector<float> buffer(static_cast<size_t>(block * width));
   for (int64_t j0 = 0; j0 < cols; j0 += block) {
     const int64_t j1 = std::min(cols, j0 + block);
@@ -143,12 +215,7 @@ void read_transposed(const io::SafetensorsReader& r, const std::string& entry, i
     else
       for (int64_t j = j0; j < j1; ++j)
         r.read_range_into(entry, j * rows + first, j * rows + last, buffer.data() + (j - j0) * width);
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t lo = std::max(j0, entry_at - i * cols), hi = std::min(j1, end - i * cols);
-      const float* in = buffer.data() + (i - first + shift);
-      float* out = dst + (i * cols - entry_at);
-      for (int64_t j = lo; j < hi; ++j) out[j] = in[(j - j0) * width];
-    }
+    scatter_stored_rows(buffer.data(), width, origin, j0, j1, cols, entry_at, end, dst);
   }
 }
 

@@ -30,26 +30,33 @@ class PieceReader {
   PieceReader(std::filesystem::path dir, const Manifest& manifest)
       : dir_(std::move(dir)), manifest_(manifest) {}
 
-  // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
-  // checksum; the pieces over the thread pool, the files opened first, in order. An entry
-  // already checked is not read again. The first failure in the pieces' order is thrown.
-  void verify_all(const std::vector<const PieceRecord*>& pieces);
-  // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
-  // layout: of a transposed entry, turned back on the way, read_transposed).
-  void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst);
-  // Many read()s whose destinations do not overlap, over the thread pool, the long ones of
-  // untransposed entries cut into 16 MB parts: a load's reads.
+  // Many element ranges read into place (see read()), destinations not overlapping.
   struct Read {
     const PieceRecord* piece = nullptr;
     int64_t entry_at = 0, count = 0;
     float* dst = nullptr;
   };
+  // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
+  // checksum; the pieces over the thread pool, the files opened first, in order. An entry
+  // already checked is not read again. The first failure in the pieces' order is thrown.
+  // `reads` are done on the way: those of a piece checked here from the chunks read for its
+  // checksum (so those bytes come off the disk once), the others beside the checks. Their
+  // destinations hold whatever was read when a check fails: fresh tensors, not the model.
+  void verify_all(const std::vector<const PieceRecord*>& pieces, const std::vector<Read>& reads = {});
+  // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
+  // layout: of a transposed entry, turned back on the way, read_transposed).
+  void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst);
+  // Many read()s over the thread pool, the long ones of untransposed entries cut into 16 MB
+  // parts: a load's reads.
   void read_all(const std::vector<Read>& reads);
 
  private:
   const io::SafetensorsReader& reader(const std::string& file);
-  // The checksum comparison of one piece, on a reader already open: safe on several threads.
-  void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece) const;
+  // The checksum comparison of one piece, on a reader already open, serving `reads` (all of
+  // this piece) from its chunks: safe on several threads.
+  void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece, const std::vector<Read>& reads) const;
+  // `reads` cut into parts of at most 16 MB (a transposed one stays whole), files opened.
+  std::vector<Read> parts(const std::vector<Read>& reads);
 
   std::filesystem::path dir_;
   const Manifest& manifest_;

@@ -84,12 +84,6 @@ void hold_until_preempted() {
             preemption_requested() ? "preemption notice" : "60 s passed");
 }
 
-std::string shard_file_name(int rank, int world) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
-  return buf;
-}
-
 // The part of each piece this rank writes: elements [offset, offset + count) of it (count 0:
 // none). Every element of a tensor is written once. Ranks holding the same piece (replicas under
 // NO_SHARD and the hybrid strategies) take turns, so the writing is spread over them. Pieces of

@@ -152,13 +152,20 @@ ParamState& Optimizer::restore_state(size_t group, size_t index, bool allocated)
   ParamState& s = const_cast<ParamState&>(state(group, index));
   if (!allocated) s = ParamState{};
   if (!allocated || s.tensors.size() == state_names_.size()) return s;
+  s.tensors = unbound_state(group, index);
+  for (Tensor& t : s.tensors) t.zero_();
+  return s;
+}
+
+std::vector<Tensor> Optimizer::unbound_state(size_t group, size_t index) const {
+  state(group, index);  // checks the indices
   // The state lives in the parameter's tier: offloaded masters get offloaded state.
   const Tensor& param = groups_[group].params[index];
   memory::CategoryScope scope(memory::Category::optimizer_state);
   memory::TierScope tier(param.storage()->tier());
-  for (size_t k = 0; k < state_names_.size(); ++k)
-    s.tensors.push_back(Tensor::zeros(param.shape()));
-  return s;
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < state_names_.size(); ++k) out.push_back(Tensor::empty(param.shape()));
+  return out;
 }
 
 }  // namespace acc::optim

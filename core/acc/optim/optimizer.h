@@ -70,6 +70,10 @@ class Optimizer {
   // tensors allocated (zeroed when new), or, without `allocated`, emptied (as before its first
   // step).
   ParamState& restore_state(size_t group, size_t index, bool allocated = true);
+  // Tensors for that state, in the parameter's tier and counted as optimizer state, but not
+  // bound and not initialised: a checkpoint reads into them before it knows the load will
+  // succeed, and binds them (restore_state(group, index, false).tensors) once it does.
+  std::vector<Tensor> unbound_state(size_t group, size_t index) const;
   void set_steps_taken(int64_t steps);
 
  protected:

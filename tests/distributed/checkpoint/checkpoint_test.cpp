@@ -198,13 +198,15 @@ class Damaged : public ::testing::Test {
     trainer_->save(dir());
   }
   std::filesystem::path dir() const { return tmp_.path() / "step"; }
-  // Runs `damage` on rank 0, then expects loading into a fresh trainer to fail with `message`
-  // on every rank and leave that trainer's parameters as they were.
+  // Runs `damage` on rank 0, then expects loading into a fresh trainer (after `steps` of its
+  // own) to fail with `message` on every rank and leave that trainer's parameters and optimizer
+  // state as they were.
   void expect_load_fails(const std::function<void()>& damage, const std::string& message,
-                         const std::string& kind = "gpt2") {
+                         const std::string& kind = "gpt2", int steps = 0) {
     if (world().rank() == 0) damage();
     world().barrier();
     Trainer fresh(kind, strategy_config("FULL_SHARD", kind), 3);
+    fresh.train(steps);
     const auto before = fresh.local_values();
     try {
       fresh.load(dir());
@@ -245,6 +247,9 @@ TEST_F(Damaged, AlteredByte) {
         f.write(&c, 1);
       },
       "does not match its checksum");
+  // The optimizer state above had none yet (its tensors are new, read while the files are
+  // checked); here it has some (read into place after the checks).
+  expect_load_fails([] {}, "does not match its checksum", "gpt2", 1);
 }
 
 TEST_F(Damaged, AnotherModel) {

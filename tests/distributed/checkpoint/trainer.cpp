@@ -69,6 +69,14 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::parameters() {
 std::vector<std::vector<float>> Trainer::local_values() const {
   std::vector<std::vector<float>> out;
   for (const auto& p : sharded_->parameter_pieces()) out.push_back(p.master.to_vector());
+  // The optimizer's state too: its tensors, or an empty row for a parameter with none yet.
+  for (size_t g = 0; g < opt_->param_groups().size(); ++g) {
+    for (size_t i = 0; i < opt_->param_groups()[g].params.size(); ++i) {
+      const auto& tensors = opt_->state(g, i).tensors;
+      if (tensors.empty()) out.emplace_back();
+      for (const Tensor& t : tensors) out.push_back(t.to_vector());
+    }
+  }
   return out;
 }
 

@@ -25,7 +25,7 @@ class Trainer {
   void load(const std::filesystem::path& dir);
   // Every parameter whole (a collective), for comparisons.
   std::vector<std::pair<std::string, std::vector<float>>> parameters();
-  // This rank's pieces, for "nothing changed" checks.
+  // This rank's pieces and optimizer state, for "nothing changed" checks.
   std::vector<std::vector<float>> local_values() const;
 
   ShardedModel& model() { return *sharded_; }
