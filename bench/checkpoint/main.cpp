@@ -53,6 +53,7 @@
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
 #include "support/measure.h"
+#include "support/raw_disk.h"
 #include "support/random_tokens.h"
 
 namespace {
@@ -122,87 +123,44 @@ struct RawWrite {
 };
 
 // Drops the (written back, so clean) pages of `path`, a file or every file under a directory,
-// from the page cache: the next read comes from the disk. Needs no privileges.
+// from the page cache on every rank: the next read comes from the disk.
 void drop_from_page_cache(const fs::path& path) {
-  auto drop = [](const fs::path& file) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::fdatasync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-  };
   if (fs::is_directory(path)) {
     for (const auto& e : fs::recursive_directory_iterator(path))
-      if (e.is_regular_file()) drop(e.path());
-  } else {
-    drop(path);
+      if (e.is_regular_file()) bench::drop_file_from_page_cache(e.path());
+  } else if (fs::exists(path)) {
+    bench::drop_file_from_page_cache(path);
   }
   world().barrier();
 }
 
-// Every rank reads `file` with read() into a 64 MiB buffer, all ranks at once.
-double raw_read(const fs::path& file) {
-  std::vector<char> buffer(size_t{64} << 20);
-  std::string failure;
-  const double s = timed([&] {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      failure = "open " + file.string() + ": " + std::strerror(errno);
-      return;
-    }
-    for (;;) {
-      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) failure = "read " + file.string() + ": " + std::strerror(errno);
-      if (n <= 0) break;
-    }
-    ::close(fd);
-  });
+// fn on every rank at once (timed()), its failure on any rank raised on all, naming `what`.
+double timed_on_all(const char* what, const std::function<void()>& fn) {
   std::exception_ptr error;
-  if (!failure.empty()) error = std::make_exception_ptr(Error(failure));
-  dist::raise_if_any_failed(world(), "raw read", error);
+  const double s = timed([&] {
+    try {
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  dist::raise_if_any_failed(world(), what, error);
   return s;
 }
 
-// Every rank writes `bytes` to dir/raw-<rank>.bin with write() from a 64 MiB buffer, then
-// fsync()s and closes it, all ranks at once; then reads it back. The files are removed
+// Every rank writes `bytes` to dir/raw-<rank>.bin (bench::raw_write_file), all ranks at once;
+// then they read it back, from the page cache and from the disk. The files are removed
 // afterwards.
 RawWrite raw_write(const fs::path& dir, int64_t bytes) {
-  constexpr size_t kChunk = size_t{64} << 20;
-  std::vector<char> buffer(kChunk);
-  for (size_t i = 0; i < kChunk; ++i) buffer[i] = static_cast<char>(i * 131 + 7);
   const fs::path file = dir / ("raw-" + std::to_string(world().rank()) + ".bin");
-  double write_s = 0, fsync_s = 0;
-  std::string failure;
-  const double total = timed([&] {
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      failure = "open " + file.string() + ": " + std::strerror(errno);
-      return;
-    }
-    const auto t0 = clock_type::now();
-    for (int64_t left = bytes; left > 0 && failure.empty();) {
-      const size_t n = std::min<size_t>(kChunk, static_cast<size_t>(left));
-      const ssize_t w = ::write(fd, buffer.data(), n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) failure = "write " + file.string() + ": " + std::strerror(errno);
-      else left -= w;
-    }
-    write_s = seconds_since(t0);
-    const auto t1 = clock_type::now();
-    if (::fsync(fd) != 0 && failure.empty()) failure = "fsync " + file.string() + ": " + std::strerror(errno);
-    fsync_s = seconds_since(t1);
-    ::close(fd);
-  });
-  std::exception_ptr error;
-  if (!failure.empty()) error = std::make_exception_ptr(Error(failure));
-  dist::raise_if_any_failed(world(), "raw write", error);
-  const double read_s = raw_read(file);
+  bench::RawWriteTimes times;
+  const double total = timed_on_all("raw write", [&] { times = bench::raw_write_file(file, bytes); });
+  const double read_s = timed_on_all("raw read", [&] { bench::raw_read_file(file); });
   drop_from_page_cache(file);
-  const double cold_read_s = raw_read(file);
+  const double cold_read_s = timed_on_all("raw read", [&] { bench::raw_read_file(file); });
   std::error_code ignored;
   fs::remove(file, ignored);
-  return {total, max_over_ranks(write_s), max_over_ranks(fsync_s), read_s, cold_read_s};
+  return {total, max_over_ranks(times.write_seconds), max_over_ranks(times.fsync_seconds), read_s, cold_read_s};
 }
 
 // CRC-32 (io::crc32, ISA-L) throughput of this rank's thread (every rank runs it at once), GB/s: what every

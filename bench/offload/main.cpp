@@ -12,7 +12,6 @@
 //               a raw read() of the same bytes from the disk;
 //   cached      the next steps, the state in the page cache as far as it fits, against memcpy.
 // The raw write (write() in 64 MiB blocks, then fsync) is printed for the writeback's side.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +27,7 @@
 #include "acc/tensor/tensor.h"
 #include "acc/util/error.h"
 #include "support/measure.h"
+#include "support/raw_disk.h"
 
 namespace fs = std::filesystem;
 using namespace acc;
@@ -52,28 +52,16 @@ struct RawDisk {
   double write_gbs = 0, read_gbs = 0;
 };
 
-// Writes `bytes` with write() in 64 MiB blocks and fsyncs, then reads them back from the disk.
+// Writes `bytes` and fsyncs, then reads them back from the disk (bench::raw_write_file).
 RawDisk raw_disk(const fs::path& dir, int64_t bytes) {
   const fs::path file = dir / "acc-bench-raw.bin";
-  std::vector<char> block(size_t{64} << 20, 1);
-  const int fd = ::open(file.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
-  ACC_CHECK(fd >= 0, "cannot create ", file.string());
+  const bench::RawWriteTimes written = bench::raw_write_file(file, bytes);
   RawDisk disk;
-  double t0 = now();
-  for (int64_t done = 0; done < bytes;) {
-    const ssize_t n = ::write(fd, block.data(), block.size());
-    ACC_CHECK(n > 0, "raw write to ", file.string(), " failed");
-    done += n;
-  }
-  ::fsync(fd);
-  disk.write_gbs = static_cast<double>(bytes) / (now() - t0) / 1e9;
-  drop_page_cache();
-  ::lseek(fd, 0, SEEK_SET);
-  t0 = now();
-  int64_t got = 0;
-  for (ssize_t n; got < bytes && (n = ::read(fd, block.data(), block.size())) > 0;) got += n;
+  disk.write_gbs = static_cast<double>(bytes) / (written.write_seconds + written.fsync_seconds) / 1e9;
+  bench::drop_file_from_page_cache(file);
+  const double t0 = now();
+  const int64_t got = bench::raw_read_file(file);
   disk.read_gbs = static_cast<double>(got) / (now() - t0) / 1e9;
-  ::close(fd);
   fs::remove(file);
   return disk;
 }

@@ -1,0 +1,74 @@
+#include "support/raw_disk.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "acc/util/error.h"
+
+namespace acc::bench {
+
+namespace {
+
+constexpr size_t kBlock = size_t{64} << 20;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The file's descriptor, closed when it goes out of scope.
+struct Fd {
+  Fd(const std::filesystem::path& file, int flags) : fd(::open(file.c_str(), flags | O_CLOEXEC, 0644)) {
+    ACC_CHECK(fd >= 0, "open ", file.string(), ": ", std::strerror(errno));
+  }
+  ~Fd() { ::close(fd); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int fd;
+};
+
+}  // namespace
+
+RawWriteTimes raw_write_file(const std::filesystem::path& file, int64_t bytes) {
+  std::vector<char> block(kBlock);
+  for (size_t i = 0; i < kBlock; ++i) block[i] = static_cast<char>(i * 131 + 7);
+  Fd out(file, O_WRONLY | O_CREAT | O_TRUNC);
+  RawWriteTimes times;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t left = bytes; left > 0;) {
+    const ssize_t n = ::write(out.fd, block.data(), std::min<size_t>(kBlock, static_cast<size_t>(left)));
+    if (n < 0 && errno == EINTR) continue;
+    ACC_CHECK(n > 0, "write ", file.string(), ": ", n < 0 ? std::strerror(errno) : "nothing written");
+    left -= n;
+  }
+  times.write_seconds = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  ACC_CHECK(::fsync(out.fd) == 0, "fsync ", file.string(), ": ", std::strerror(errno));
+  times.fsync_seconds = seconds_since(t0);
+  return times;
+}
+
+int64_t raw_read_file(const std::filesystem::path& file) {
+  std::vector<char> block(kBlock);
+  Fd in(file, O_RDONLY);
+  int64_t got = 0;
+  for (;;) {
+    const ssize_t n = ::read(in.fd, block.data(), block.size());
+    if (n < 0 && errno == EINTR) continue;
+    ACC_CHECK(n >= 0, "read ", file.string(), ": ", std::strerror(errno));
+    if (n == 0) return got;
+    got += n;
+  }
+}
+
+void drop_file_from_page_cache(const std::filesystem::path& file) {
+  Fd f(file, O_RDONLY);
+  ::fdatasync(f.fd);  // dirty pages cannot be dropped
+  ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+}  // namespace acc::bench

@@ -1,0 +1,22 @@
+#pragma once
+// The disk's raw sequential speed, the ceiling of the benchmarks of acc's file I/O
+// (bench_checkpoint, bench_offload): plain write() and read() through a 64 MiB buffer. Each
+// call runs on the calling process alone; a collective benchmark times them on every rank at
+// once. Failures throw acc::Error naming the file and the call.
+#include <cstdint>
+#include <filesystem>
+
+namespace acc::bench {
+
+struct RawWriteTimes {
+  double write_seconds = 0, fsync_seconds = 0;
+};
+// Writes exactly `bytes` to `file` (created or truncated), then fsync()s and closes it.
+RawWriteTimes raw_write_file(const std::filesystem::path& file, int64_t bytes);
+// read()s `file` to its end; the bytes read.
+int64_t raw_read_file(const std::filesystem::path& file);
+// Drops the file's clean (written back) pages from the page cache, so that the next read comes
+// from the disk. Needs no privileges.
+void drop_file_from_page_cache(const std::filesystem::path& file);
+
+}  // namespace acc::bench
