@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -49,35 +50,41 @@ LinkClock::Clock::time_point LinkClock::book(Clock::duration duration) {
 
 namespace {
 
-LinkClock::Clock::duration duration_for(const SimLink& link, uint64_t bytes) {
-  return std::chrono::duration_cast<LinkClock::Clock::duration>(std::chrono::duration<double>(link.seconds_for(bytes)));
+using Clock = LinkClock::Clock;
+
+Clock::duration duration_for(const SimLink& link, uint64_t bytes) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link.seconds_for(bytes)));
+}
+
+// A round that holds this rank until the time `until()` gives has passed: while the link is
+// "busy" the round waits on the rank itself, no peer is missing.
+Round link_busy(std::function<Clock::time_point()> until, int group_rank) {
+  return Round{{}, [until = std::move(until), group_rank] {
+                 return Clock::now() < until() ? std::vector<int>{group_rank} : std::vector<int>{};
+               },
+               {}};
 }
 
 }  // namespace
 
 void pace(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank) {
-  using Clock = LinkClock::Clock;
   auto until = std::make_shared<Clock::time_point>();
-  const auto duration = duration_for(link, bytes);
-  schedule.before = [until, duration, &clock, first = std::move(schedule.before)] {
+  schedule.before = [until, duration = duration_for(link, bytes), &clock, first = std::move(schedule.before)] {
     *until = clock.book(duration);
     if (first) first();
   };
-  // While the link is "busy" the round waits on this rank itself: no peer is missing.
-  schedule.rounds.push_back(Round{{}, [until, group_rank] {
-                                    return Clock::now() < *until ? std::vector<int>{group_rank} : std::vector<int>{};
-                                  },
-                                  {}});
+  schedule.rounds.push_back(link_busy([until] { return *until; }, group_rank));
 }
 
 void pace_arrival(Schedule& schedule, const SimLink& link, LinkClock& clock, uint64_t bytes, int group_rank) {
-  using Clock = LinkClock::Clock;
+  // Booked when first polled: once the message has arrived.
   auto until = std::make_shared<std::optional<Clock::time_point>>();
-  schedule.rounds.push_back(Round{{}, [until, duration = duration_for(link, bytes), &clock, group_rank] {
-                                    if (!*until) *until = clock.book(duration);
-                                    return Clock::now() < **until ? std::vector<int>{group_rank} : std::vector<int>{};
-                                  },
-                                  {}});
+  schedule.rounds.push_back(link_busy(
+      [until, duration = duration_for(link, bytes), &clock] {
+        if (!*until) *until = clock.book(duration);
+        return **until;
+      },
+      group_rank));
 }
 
 }  // namespace acc::mpi
