@@ -29,7 +29,8 @@ Manifest read_manifest(const std::filesystem::path& dir) {
 
 namespace {
 
-constexpr int64_t kCheckChunk = int64_t{4} << 20;  // elements a check reads at a time (16 MB)
+// Elements (16 MB) a check reads at a time, and the longest part of a read on one thread.
+constexpr int64_t kChunk = int64_t{4} << 20;
 
 // job(0) ... job(n - 1) over the thread pool; the failure of the lowest index is rethrown, so
 // the error is the one a sequential loop would have met first.
@@ -133,7 +134,8 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
             piece.count, " f32 elements");
   // A transposed entry is read in whole stored rows, so that its reads can be turned back.
   const int64_t row = piece.transposed ? stored_matrix(r, piece)[1] : 1;
-  const int64_t chunk = std::max<int64_t>(1, kCheckChunk / row) * row;
+  const int64_t chunk = std::max<int64_t>(1, kChunk / row) * row;
+  const int64_t cols = piece.transposed ? e.shape[0] : 0, block = rows_per_block(row);
   std::vector<float> buffer(static_cast<size_t>(std::min(chunk, piece.count)));
   uint32_t crc = 0;
   for (int64_t at = 0; at < piece.count; at += chunk) {
@@ -147,7 +149,6 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
         if (lo < hi) std::copy(buffer.data() + (lo - at), buffer.data() + (hi - at), read.dst + (lo - read.entry_at));
         continue;
       }
-      const int64_t cols = e.shape[0], block = rows_per_block(row);
       for (int64_t j0 = at / row; j0 < (at + n) / row; j0 += block)
         scatter_stored_rows(buffer.data() + (j0 * row - at), row, 0, j0, std::min((at + n) / row, j0 + block), cols,
                             read.entry_at, end, read.dst);
@@ -178,11 +179,10 @@ void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count
 }
 
 std::vector<PieceReader::Read> PieceReader::parts(const std::vector<Read>& reads) {
-  constexpr int64_t kPart = (16 << 20) / sizeof(float);
   std::vector<Read> out;
   for (const Read& r : reads) {
     reader(r.piece->file);  // open every file here: the threads only look them up
-    const int64_t step = r.piece->transposed ? r.count : kPart;
+    const int64_t step = r.piece->transposed ? r.count : kChunk;
     for (int64_t at = 0; at < r.count; at += step)
       out.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at});
   }
