@@ -6,3 +6,4 @@
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/hooks.h"
 #include "acc/autograd/node.h"
+#include "acc/autograd/split_grad.h"

@@ -1,7 +1,6 @@
 #include "acc/autograd/engine.h"
 
-#include <unordered_map>
-
+#include "acc/autograd/engine_pass.h"
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
 #include "acc/autograd/nan_check.h"
@@ -19,6 +18,9 @@ struct PassState {
 };
 thread_local PassState t_pass;
 
+// The inputs the node being applied on this thread is asked for (input_wanted); null: all.
+thread_local const std::vector<bool>* t_wanted = nullptr;
+
 class PassScope {
  public:
   PassScope() { ++t_pass.depth; }
@@ -30,15 +32,28 @@ class PassScope {
   bool outermost() const { return t_pass.depth == 1; }
 };
 
-// Number of edges into each node reachable from root: a node runs once all have delivered.
-std::unordered_map<Node*, int> count_dependencies(Node* root) {
+void run_callbacks(const PassScope& pass) {
+  if (!pass.outermost()) return;
+  // A callback may queue further callbacks; run until none are left.
+  while (!t_pass.callbacks.empty()) {
+    auto callbacks = std::move(t_pass.callbacks);
+    t_pass.callbacks.clear();
+    for (auto& fn : callbacks) fn();
+  }
+}
+
+bool weight_side(const detail::WeightSide* split, Node* node) { return split && split->nodes.count(node) > 0; }
+
+// Number of edges into each node reachable from root (not entering the weight side): a node
+// runs once all have delivered.
+std::unordered_map<Node*, int> count_dependencies(Node* root, const detail::WeightSide* split) {
   std::unordered_map<Node*, int> deps{{root, 0}};
   std::vector<Node*> stack{root};
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
     for (const auto& next : node->next()) {
-      if (!next) continue;
+      if (!next || weight_side(split, next.get())) continue;
       auto [it, inserted] = deps.try_emplace(next.get(), 0);
       ++it->second;
       if (inserted) stack.push_back(next.get());
@@ -60,21 +75,57 @@ void check_input_grads(const Node& node, const std::vector<Tensor>& grads) {
   }
 }
 
-Tensor* capture_slot(std::unordered_map<Node*, Tensor>* captures, Node* node) {
+// node->apply(grad) asking for the inputs in `wanted` (null: all); the others' gradients are
+// dropped, whatever the node returned for them.
+std::vector<Tensor> apply_for(Node& node, const Tensor& grad, const std::vector<bool>* wanted) {
+  const std::vector<bool>* outer = std::exchange(t_wanted, wanted);
+  std::vector<Tensor> grads;
+  try {
+    grads = node.apply(grad);
+  } catch (...) {
+    t_wanted = outer;
+    throw;
+  }
+  t_wanted = outer;
+  check_input_grads(node, grads);
+  if (wanted)
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (!(*wanted)[i]) grads[i] = Tensor();
+  return grads;
+}
+
+void add_to(std::unordered_map<Node*, Tensor>& pending, Node* node, Tensor grad) {
+  Tensor& slot = pending[node];
+  slot = slot.defined() ? sum_gradients(std::move(slot), grad) : std::move(grad);
+}
+
+// The gradient reaching `node` after its pre-hooks.
+Tensor hooked(Node& node, Tensor grad) {
+  for (auto& hook : node.pre_hooks().snapshot())
+    if (Tensor replaced = hook(grad); replaced.defined()) grad = replaced;
+  return grad;
+}
+
+Tensor* capture_slot(detail::Captures* captures, Node* node) {
   if (!captures) return nullptr;
   auto it = captures->find(node);
   return it == captures->end() ? nullptr : &it->second;
 }
 
-// Runs the graph below `root`. Gradients reaching a node in `captures` are stored there and
-// the node is not run.
-void execute(const std::shared_ptr<Node>& root, Tensor seed,
-             std::unordered_map<Node*, Tensor>* captures) {
+}  // namespace
+
+namespace detail {
+
+void execute(const std::shared_ptr<Node>& root, Tensor seed, Captures* captures, WeightSide* split) {
   PassScope pass;
   {
     NoGradGuard no_grad;  // backward closures are not themselves recorded
     memory::CategoryScope scope(memory::Category::activations);
-    auto deps = count_dependencies(root.get());
+    if (weight_side(split, root.get())) {
+      split->delivered[root.get()] = std::move(seed);
+      return;
+    }
+    auto deps = count_dependencies(root.get(), split);
     std::unordered_map<Node*, Tensor> pending{{root.get(), std::move(seed)}};
     std::vector<std::shared_ptr<Node>> ready{root};
     while (!ready.empty()) {
@@ -84,37 +135,98 @@ void execute(const std::shared_ptr<Node>& root, Tensor seed,
       pending.erase(node.get());
       std::vector<Tensor> input_grads(node->next().size());
       if (grad.defined()) {
-        for (auto& hook : node->pre_hooks().snapshot())
-          if (Tensor replaced = hook(grad); replaced.defined()) grad = replaced;
+        grad = hooked(*node, std::move(grad));
         if (Tensor* slot = capture_slot(captures, node.get())) {
           *slot = std::move(grad);
         } else {
-          input_grads = node->apply(grad);
+          // A separable node feeding the weight side gives its other inputs' gradients now
+          // and is kept, with its output's gradient, to give the weight side's later.
+          std::vector<bool> now(node->next().size());
+          bool defers = false;
+          for (size_t i = 0; i < now.size(); ++i) {
+            now[i] = node->next()[i] && !weight_side(split, node->next()[i].get());
+            defers |= node->next()[i] && !now[i];
+          }
+          defers &= node->separable();
+          input_grads = apply_for(*node, grad, defers ? &now : nullptr);
+          if (defers)
+            split->deferred.emplace_back(node, std::move(grad));
+          else
+            node->release();
           grad = Tensor();
-          node->release();
-          check_input_grads(*node, input_grads);
         }
       }
       for (size_t i = 0; i < node->next().size(); ++i) {
         const auto& next = node->next()[i];
         if (!next) continue;
-        if (input_grads[i].defined()) {
-          Tensor& slot = pending[next.get()];
-          slot = slot.defined() ? sum_gradients(std::move(slot), input_grads[i])
-                                : std::move(input_grads[i]);
+        if (weight_side(split, next.get())) {
+          if (!input_grads[i].defined()) continue;
+          const bool weight = split->early.count(next.get()) > 0;
+          add_to(weight ? split->early : split->delivered, next.get(), std::move(input_grads[i]));
+          continue;
         }
+        if (input_grads[i].defined()) add_to(pending, next.get(), std::move(input_grads[i]));
         if (--deps[next.get()] == 0) ready.push_back(next);
       }
     }
   }
-  if (pass.outermost()) {
-    // A callback may queue further callbacks; run until none are left.
-    while (!t_pass.callbacks.empty()) {
-      auto callbacks = std::move(t_pass.callbacks);
-      t_pass.callbacks.clear();
-      for (auto& fn : callbacks) fn();
+  run_callbacks(pass);
+}
+
+void execute_weight_side(WeightSide& split, Captures& captures) {
+  PassScope pass;
+  {
+    NoGradGuard no_grad;
+    memory::CategoryScope scope(memory::Category::activations);
+    // Edges into each weight-side node from the kept nodes and from the side itself; those from
+    // nodes that ran whole in the first part have delivered already.
+    std::unordered_map<Node*, int> deps;
+    for (const auto& [node, owner] : split.nodes) deps.try_emplace(node, 0);
+    auto count_edges = [&](const Node& node) {
+      for (const auto& next : node.next())
+        if (next && split.nodes.count(next.get())) ++deps[next.get()];
+    };
+    for (const auto& [node, grad] : split.deferred) count_edges(*node);
+    for (const auto& [node, owner] : split.nodes) count_edges(*node);
+    std::vector<std::shared_ptr<Node>> ready;
+    for (const auto& [node, count] : deps)
+      if (count == 0) ready.push_back(split.nodes.at(node));
+    auto deliver = [&](const Node& node, std::vector<Tensor>& grads) {
+      for (size_t i = 0; i < node.next().size(); ++i) {
+        const auto& next = node.next()[i];
+        if (!next || !split.nodes.count(next.get())) continue;
+        if (i < grads.size() && grads[i].defined()) add_to(split.delivered, next.get(), std::move(grads[i]));
+        if (--deps[next.get()] == 0) ready.push_back(next);
+      }
+    };
+    for (auto& [node, grad] : split.deferred) {
+      std::vector<bool> later(node->next().size());
+      for (size_t i = 0; i < later.size(); ++i)
+        later[i] = node->next()[i] && split.nodes.count(node->next()[i].get()) > 0;
+      std::vector<Tensor> grads = apply_for(*node, grad, &later);
+      node->release();
+      grad = Tensor();
+      deliver(*node, grads);
+    }
+    split.deferred.clear();
+    while (!ready.empty()) {
+      std::shared_ptr<Node> node = std::move(ready.back());
+      ready.pop_back();
+      std::vector<Tensor> grads;
+      if (auto it = split.delivered.find(node.get()); it != split.delivered.end()) {
+        Tensor grad = hooked(*node, std::move(it->second));
+        split.delivered.erase(it);
+        if (Tensor* slot = capture_slot(&captures, node.get())) {
+          *slot = std::move(grad);
+        } else {
+          grads = apply_for(*node, grad, nullptr);
+          node->release();
+        }
+      }
+      deliver(*node, grads);
     }
   }
+  run_callbacks(pass);
 }
 
 std::shared_ptr<Node> root_node(const Tensor& root, const char* op) {
@@ -137,29 +249,31 @@ Tensor seed_for(const Tensor& root, const Tensor& seed, const char* op) {
   return seed.dtype() == DType::f32 ? seed.detach() : seed.to(DType::f32);
 }
 
-}  // namespace
+}  // namespace detail
 
 void backward(const Tensor& root, const Tensor& seed) {
   activity::Phase phase("backward");
-  auto node = root_node(root, "backward");
-  execute(node, seed_for(root, seed, "backward"), nullptr);
+  auto node = detail::root_node(root, "backward");
+  detail::execute(node, detail::seed_for(root, seed, "backward"), nullptr);
 }
 
 std::vector<Tensor> grad(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& inputs) {
-  auto node = root_node(root, "autograd::grad");
-  std::unordered_map<Node*, Tensor> captures;
+  auto node = detail::root_node(root, "autograd::grad");
+  detail::Captures captures;
   std::vector<std::shared_ptr<Node>> input_nodes;  // keeps the inputs' accumulators alive
   for (const auto& input : inputs) {
     input_nodes.push_back(gradient_edge(input));
     if (input_nodes.back()) captures.emplace(input_nodes.back().get(), Tensor());
   }
-  execute(node, seed_for(root, seed, "autograd::grad"), &captures);
+  detail::execute(node, detail::seed_for(root, seed, "autograd::grad"), &captures);
   std::vector<Tensor> out;
   for (const auto& n : input_nodes) out.push_back(n ? captures[n.get()] : Tensor());
   return out;
 }
 
 bool in_backward() { return t_pass.depth > 0; }
+
+bool input_wanted(size_t i) { return !t_wanted || (i < t_wanted->size() && (*t_wanted)[i]); }
 
 void queue_callback(std::function<void()> fn) {
   ACC_CHECK(t_pass.depth > 0, "queue_callback: no backward pass is running on this thread");

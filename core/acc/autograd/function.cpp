@@ -16,9 +16,11 @@ namespace {
 class FunctionNode final : public Node {
  public:
   FunctionNode(std::string name, std::vector<std::shared_ptr<Node>> next,
-               std::vector<Shape> input_shapes, BackwardFn backward)
+               std::vector<Shape> input_shapes, BackwardFn backward, Inputs kind)
       : Node(std::move(name), std::move(next), std::move(input_shapes)),
-        backward_(std::move(backward)) {}
+        backward_(std::move(backward)) {
+    separable_ = kind == Inputs::separable;
+  }
 
   std::vector<Tensor> apply(const Tensor& grad) override {
     ACC_CHECK(backward_, "backward through ", name(),
@@ -32,7 +34,7 @@ class FunctionNode final : public Node {
 };
 
 void attach(std::string name, const Tensor& output, const std::vector<Tensor>& inputs,
-            BackwardFn backward) {
+            BackwardFn backward, Inputs kind = Inputs::whole) {
   ACC_CHECK(output.defined(), "autograd: op ", name, " produced an undefined output");
   ACC_CHECK(!output.impl()->autograd, "autograd: output of ", name,
             " already has autograd state; ops must return fresh tensors");
@@ -43,7 +45,7 @@ void attach(std::string name, const Tensor& output, const std::vector<Tensor>& i
     shapes.push_back(input.defined() ? input.shape() : Shape{});
   }
   autograd_meta(output).grad_fn = std::make_shared<FunctionNode>(
-      std::move(name), std::move(next), std::move(shapes), std::move(backward));
+      std::move(name), std::move(next), std::move(shapes), std::move(backward), kind);
 }
 
 }  // namespace
@@ -56,9 +58,9 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 }
 
 void record(std::string name, const Tensor& output, const std::vector<Tensor>& inputs,
-            BackwardFn backward) {
+            BackwardFn backward, Inputs kind) {
   if (nan_checks_enabled()) check_finite(output, name, "output");
-  if (needs_grad(inputs)) attach(std::move(name), output, inputs, std::move(backward));
+  if (needs_grad(inputs)) attach(std::move(name), output, inputs, std::move(backward), kind);
 }
 
 Tensor apply_function(std::string name, const std::vector<Tensor>& inputs, ForwardFn forward,

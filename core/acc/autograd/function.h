@@ -16,11 +16,20 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad)>;
 // True when grad mode is on and some input requires grad, i.e. the op must be recorded.
 bool needs_grad(const std::vector<Tensor>& inputs);
 
+// How a recorded backward treats its inputs: `whole` computes every input's gradient at once;
+// `separable` only those input_wanted() asks for, and may be run again for the others (a split
+// backward, split_grad.h, computes a weight's gradient apart from the input's).
+enum class Inputs { whole, separable };
+
 // Makes `output` (a fresh tensor without autograd state) the result of op `name` over `inputs`
 // when needs_grad(inputs). Ops capture only detached tensors in `backward` (never `output`
 // itself, whose grad_fn is this node).
 void record(std::string name, const Tensor& output, const std::vector<Tensor>& inputs,
-            BackwardFn backward);
+            BackwardFn backward, Inputs kind = Inputs::whole);
+
+// Inside a separable backward: whether the engine wants input i's gradient from this call
+// (always, except in the parts of a split backward).
+bool input_wanted(size_t i);
 
 // Custom functions: forward runs with grad mode off, so its internals are not taped; backward
 // (which may run a nested forward + backward) maps the output gradient to input gradients.

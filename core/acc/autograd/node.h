@@ -32,9 +32,15 @@ class Node {
   virtual std::vector<Tensor> apply(const Tensor& grad) = 0;
   // Drops saved tensors after the node has run, so activations are freed during backward.
   virtual void release() {}
+  // Whether apply() computes only the gradients input_wanted() asks for (function.h), so that a
+  // split backward (split_grad.h) may take a weight's gradient later than the input's.
+  bool separable() const { return separable_; }
 
   // Hooks on the gradient of this node's output (Tensor::register_hook on a non-leaf).
   HookList<TensorHook>& pre_hooks() { return pre_hooks_; }
+
+ protected:
+  bool separable_ = false;
 
  private:
   std::string name_;

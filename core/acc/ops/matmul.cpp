@@ -66,10 +66,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   Tensor a = detail::in_dtype(a_in, dtype), b = detail::in_dtype(b_in, dtype);
   Tensor out = product(a, b, trans_a, trans_b, "matmul");
   const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
-  autograd::record("matmul", out, {a_in, b_in}, [=](const Tensor& g) {
-    ACC_PROFILE("matmul.backward");
-    return product_grads(a, b, trans_a, trans_b, detail::in_dtype(g, dtype), need_a, need_b);
-  });
+  autograd::record(
+      "matmul", out, {a_in, b_in},
+      [=](const Tensor& g) {
+        ACC_PROFILE("matmul.backward");
+        return product_grads(a, b, trans_a, trans_b, detail::in_dtype(g, dtype), need_a && autograd::input_wanted(0),
+                             need_b && autograd::input_wanted(1));
+      },
+      autograd::Inputs::separable);
   return out;
 }
 
@@ -99,15 +103,20 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
 
   const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad();
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
-  autograd::record("linear", out, {x_in, w_in, bias_in}, [=, x_shape = x_in.shape()](const Tensor& g) {
-    ACC_PROFILE("linear.backward");
-    Tensor g2 = detail::in_dtype(g, dtype).view({rows, out_features});
-    auto grads = product_grads(x, w, false, true, g2, need_x, need_w);
-    Tensor dx = need_x ? grads[0].view(x_shape) : Tensor();
-    Tensor db = need_b ? detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features)
-                       : Tensor();
-    return std::vector<Tensor>{dx, grads[1], db};
-  });
+  autograd::record(
+      "linear", out, {x_in, w_in, bias_in},
+      [=, x_shape = x_in.shape()](const Tensor& g) {
+        ACC_PROFILE("linear.backward");
+        const bool want_x = need_x && autograd::input_wanted(0);
+        Tensor g2 = detail::in_dtype(g, dtype).view({rows, out_features});
+        auto grads = product_grads(x, w, false, true, g2, want_x, need_w && autograd::input_wanted(1));
+        Tensor dx = want_x ? grads[0].view(x_shape) : Tensor();
+        Tensor db = need_b && autograd::input_wanted(2)
+                        ? detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features)
+                        : Tensor();
+        return std::vector<Tensor>{dx, grads[1], db};
+      },
+      autograd::Inputs::separable);
   return out;
 }
 
