@@ -7,7 +7,7 @@
 //                    [--offload-dir DIR (default bench/results/offload)] [--rss-budget MB]
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
 //                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh),
-//                    pipeline (pipeline.sh, pipeline_link.sh)] [--schedules 1F1B,GPipe,interleaved_1F1B (pipeline: which,
+//                    pipeline (pipeline.sh, pipeline_link.sh)] [--schedules 1F1B,GPipe,interleaved_1F1B,zero_bubble (pipeline: which,
 //                    in order; interleaved with 2 chunks per rank)]
 //                    [--precision both|f32|bf16 (default both)]
 //                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
@@ -483,14 +483,16 @@ struct Bench {
       rows.push_back({label + " sent/step cross-node, all ranks", "MB", cross, fsdp_cross, "FULL_SHARD" + dt,
                       target && fsdp_cross > 0 ? 0.25 : 0.0});
       rows.push_back({label + " sent/step node-local, all ranks", "MB", node, 0, "", 0});
-      const int chunks = interleaved ? 2 : 1;  // the bubble: (p - 1) / (v m + p - 1)
+      // The bubble: (p - 1) / (v m + p - 1) with v chunks per rank; zero bubble's, with its
+      // backward split into two parts as long as a forward, (p - 1) / (3 m + p - 1).
+      const bool zero_bubble = parse_schedule_name(schedule) == "zero_bubble";
+      const int chunks = interleaved ? 2 : zero_bubble ? 3 : 1;
       const double formula = static_cast<double>(stages - 1) / (chunks * micro + stages - 1);
-      rows.push_back({label + " bubble (mean idle share)", "%", 100 * bubble, 100 * formula, "(p-1)/(m+p-1)", 0});
+      const std::string named = zero_bubble ? "(p-1)/(3m+p-1)" : interleaved ? "(p-1)/(2m+p-1)" : "(p-1)/(m+p-1)";
+      rows.push_back({label + " bubble (mean idle share)", "%", 100 * bubble, 100 * formula, named, 0});
       // Per rank, the least and the most idle: the issue asks each within 10% of the formula.
-      rows.push_back({label + " bubble (least idle rank)", "%", 100 * std::ranges::min(idle), 100 * formula,
-                      "(p-1)/(m+p-1)", 0});
-      rows.push_back({label + " bubble (most idle rank)", "%", 100 * std::ranges::max(idle), 100 * formula,
-                      "(p-1)/(m+p-1)", 0});
+      rows.push_back({label + " bubble (least idle rank)", "%", 100 * std::ranges::min(idle), 100 * formula, named, 0});
+      rows.push_back({label + " bubble (most idle rank)", "%", 100 * std::ranges::max(idle), 100 * formula, named, 0});
       if (world().rank() == 0)
         std::printf("%s: %.1f tokens/s (FULL_SHARD %.1f), cross-node %.1f MB/step (FULL_SHARD %.1f), bubble %.1f%% "
                     "(formula %.1f%%)\n",
@@ -537,7 +539,7 @@ int run(int argc, char** argv) {
     if (!item.empty()) levers.insert(item);
   }
   std::vector<std::string> schedules;
-  for (std::stringstream list(args.get("schedules", "1F1B,GPipe,interleaved_1F1B")); list.good();) {
+  for (std::stringstream list(args.get("schedules", "1F1B,GPipe,interleaved_1F1B,zero_bubble")); list.good();) {
     std::string item;
     std::getline(list, item, ',');
     if (!item.empty()) schedules.push_back(item);

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """plot_pipeline_timeline.py PNG TITLE PREFIX: one training step of the PIPELINE strategy as
-each stage ran it, from the files ACC_PIPELINE_TIMELINE=PREFIX wrote (PREFIX.rank<R>.tsv: F or
-B, microbatch, chunk, start and end in seconds): a row per rank, forwards and backwards as
-boxes numbered by microbatch (microbatch.chunk when interleaved); the gaps are the bubble and
+each stage ran it, from the files ACC_PIPELINE_TIMELINE=PREFIX wrote (PREFIX.rank<R>.tsv: F, B
+or W, microbatch, chunk, start and end in seconds): a row per rank, forwards, backwards and
+zero_bubble's weight parts as boxes numbered by microbatch (microbatch.chunk when interleaved); the gaps are the bubble and
 the waits. Needs gnuplot."""
 import glob
 import re
@@ -17,16 +17,22 @@ if not files:
 ranks = len(files)
 with tempfile.TemporaryDirectory() as work:
     end = 0.0
-    with open(f"{work}/forward.dat", "w") as fwd, open(f"{work}/backward.dat", "w") as bwd:
-        for rank, path in enumerate(files):
-            for line in open(path):
-                kind, micro, chunk, start, stop = line.split()
-                start, stop = float(start), float(stop)
-                label = micro if chunk == "0" else f"{micro}.{chunk}"
-                end = max(end, stop)
-                # x centre, y, half width, half height, label
-                row = f"{(start + stop) / 2} {rank} {(stop - start) / 2} 0.35 {label}\n"
-                (fwd if kind == "F" else bwd).write(row)
+    kinds = {"F": ("forward", "#4477aa"), "B": ("backward", "#ee8866"), "W": ("weight gradients", "#bbcc33")}
+    files_of = {kind: open(f"{work}/{kind}.dat", "w") for kind in kinds}
+    for rank, path in enumerate(files):
+        for line in open(path):
+            kind, micro, chunk, start, stop = line.split()
+            start, stop = float(start), float(stop)
+            label = micro if chunk == "0" else f"{micro}.{chunk}"
+            end = max(end, stop)
+            # x centre, y, half width, half height, label
+            files_of[kind].write(f"{(start + stop) / 2} {rank} {(stop - start) / 2} 0.35 {label}\n")
+    for f in files_of.values():
+        f.close()
+    present = [kind for kind in kinds if open(f"{work}/{kind}.dat").read()]
+    boxes = [f'"{work}/{k}.dat" using 1:2:3:4 with boxxyerror lc rgb "{kinds[k][1]}" title "{kinds[k][0]}"'
+             for k in present]
+    labels = [f'"{work}/{k}.dat" using 1:2:5 with labels notitle' for k in present]
     script = f"""set terminal png size 1100,{140 + 70 * ranks} noenhanced
 set output "{png}"
 set title "{title}"
@@ -37,10 +43,7 @@ set ytics 1
 set xrange [0:{end * 1.02}]
 set style fill solid 0.8 border lc rgb "black"
 set key outside right top
-plot "{work}/forward.dat" using 1:2:3:4 with boxxyerror lc rgb "#4477aa" title "forward", \\
-     "{work}/backward.dat" using 1:2:3:4 with boxxyerror lc rgb "#ee8866" title "backward", \\
-     "{work}/forward.dat" using 1:2:5 with labels notitle, \\
-     "{work}/backward.dat" using 1:2:5 with labels notitle
+plot {", ".join(boxes + labels)}
 """
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
 print(f"wrote {png}", file=sys.stderr)

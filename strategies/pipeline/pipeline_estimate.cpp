@@ -53,10 +53,18 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   // What one microbatch's forward on virtual stage k leaves for its backward: its layers'
   // activations, and on the last stage the loss's, which makes the head's weight gradient
   // (f32 [V, C]) and the hidden states' in its forward.
+  auto layers_of = [&](int k) {
+    return static_cast<double>(plan.layers[static_cast<size_t>(k)].second - plan.layers[static_cast<size_t>(k)].first);
+  };
+  // Under zero_bubble, what a microbatch keeps on virtual stage k from its B to its W: the
+  // linears' inputs and output gradients, and on the first stage the gradient waiting for the
+  // embeddings ([T, C] f32 each: GPT-2 has two, token and position).
+  auto weight_part = [&](int k) {
+    return tokens * layers_of(k) * estimate::weight_part_bytes_per_token(computed, w.bf16, T) +
+           (k == 0 ? 4 * tokens * C * (shape.family == estimate::Family::gpt2 ? 2 : 1) : 0.0);
+  };
   auto saved = [&](int k) {
-    const auto layers = static_cast<double>(plan.layers[static_cast<size_t>(k)].second -
-                                            plan.layers[static_cast<size_t>(k)].first);
-    return tokens * layers * block + (k == virtual_stages - 1
+    return tokens * layers_of(k) * block + (k == virtual_stages - 1
                                           ? tokens * estimate::head_bytes_per_token(computed, w.bf16) +
                                                 4 * (V * C + tokens * C)
                                           : 0.0);
@@ -95,17 +103,27 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
       if (a.kind == Action::Kind::forward) {
         held += kept;
         peak = std::max(peak, held + (last && !o.activation_checkpointing ? loss : 0.0));
+      } else if (a.kind == Action::Kind::weight) {
+        // The linears' weight gradients, as their weight parts go; at the first stage then the
+        // embedding's, once the layers' weight parts are gone.
+        peak = std::max({peak, held + 4 * static_cast<double>(computed.largest_block_matrix),
+                         k == 0 ? held - weight_part(k) + 4 * (V * C + tokens * C) : 0.0});
+        held -= weight_part(k);
       } else {
+        const bool split = o.schedule == Schedule::zero_bubble;
         // The gradient received from the next stage and the one sent back, each [T, C].
         const double edges = 4 * tokens * C * ((last ? 0 : 1) + (k == 0 ? 0 : 1));
         // The blocks' backward frees what the forward (run again under checkpointing) saved
-        // before the embedding's weight gradient comes at its end.
+        // before the embedding's weight gradient comes at its end (split: in the W).
         const double recomputed = o.activation_checkpointing ? saved(k) : 0.0;
         const double running =
             edges + std::max(recomputed + std::max(block_backward, o.activation_checkpointing && last ? loss : 0.0),
-                             k == 0 ? 4 * V * C : 0.0);
-        peak = std::max(peak, held + running);
-        held -= kept;
+                             k == 0 && !split ? 4 * V * C : 0.0);
+        // Split, the layers' saved activations go as their weight parts come, a layer at a
+        // time: the larger of the two is held at once.
+        const double after = split ? weight_part(k) : 0.0;
+        peak = std::max(peak, held - kept + std::max(kept, after) + running);
+        held += after - kept;
       }
     }
     m.activations = static_cast<int64_t>(peak);

@@ -9,6 +9,7 @@
 #include "acc/autograd/engine.h"
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/autograd/split_grad.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
 #include "acc/ops/elementwise.h"
@@ -29,6 +30,8 @@ struct PipelineModel::Microbatch {
   // Per chunk of this rank: the received activation (a leaf whose gradient goes back; none on
   // the first stage), and the sent activation or, on the last stage, the loss.
   std::vector<Tensor> input, output;
+  // Per chunk, under zero_bubble: the weights' part of the backward, between its B and its W.
+  std::vector<autograd::WeightGradients> weights;
 };
 
 namespace {
@@ -262,27 +265,55 @@ void PipelineModel::run_backward(Microbatch& micro, const Action& action, std::v
   }
   const Tensor& output = micro.output[c];
   const Tensor seed = last ? Tensor::from_vector({static_cast<float>(micro.weight)}, output.shape()) : received;
-  std::vector<Tensor> inputs;
-  std::vector<size_t> trained;  // the held parameter of each input
-  for (size_t i = 0; i < held_.size(); ++i)
-    if (held_[i].master.requires_grad()) {
-      inputs.push_back(held_[i].used());
-      trained.push_back(i);
-    }
-  if (!first) inputs.push_back(micro.input[c]);
+  const std::vector<Tensor> weights = trained_weights();
+  const std::vector<Tensor> inputs = first ? std::vector<Tensor>{} : std::vector<Tensor>{micro.input[c]};
+  Tensor dx;
   // A first stage whose parameters are all frozen has nothing to differentiate.
-  const std::vector<Tensor> got =
-      output.requires_grad() ? autograd::grad(output, seed, inputs) : std::vector<Tensor>(inputs.size());
-  for (size_t i = 0; i < trained.size(); ++i)
-    if (got[i].defined()) accumulate(grads[trained[i]], got[i]);
+  if (output.requires_grad() && options_.schedule == Schedule::zero_bubble) {
+    auto split = autograd::split_grad(output, seed, inputs, weights);  // the weights' part waits for its W
+    add_weight_gradients(split.weights_now, grads);
+    if (!first) dx = split.inputs.back();
+    micro.weights[c] = std::move(split.weights);
+  } else if (output.requires_grad()) {
+    std::vector<Tensor> all = weights;
+    all.insert(all.end(), inputs.begin(), inputs.end());
+    const std::vector<Tensor> got = autograd::grad(output, seed, all);
+    add_weight_gradients(got, grads);
+    if (!first) dx = got.back();
+  }
   computing.reset();
   timeline_.record(action, start, Clock::now());
-  if (!first) {
-    const Tensor& dx = got.back();
+  if (!first)
     link_.send(dx.defined() ? dx : Tensor::zeros(micro.input[c].shape(), micro.input[c].dtype()), (stage() + p - 1) % p,
                gradient_tag(k - 1, m, micro.index));
+  micro.input[c] = micro.output[c] = Tensor();  // its activations go now (under zero_bubble: but the Ws')
+}
+
+void PipelineModel::run_weight(Microbatch& micro, const Action& action, std::vector<Tensor>& grads) {
+  auto& part = micro.weights[static_cast<size_t>(action.chunk)];
+  if (!part.pending()) return;  // nothing trained on this stage
+  const auto start = Clock::now();
+  {
+    profiler::Scope computing("pipeline.compute");
+    add_weight_gradients(part.compute(), grads);
   }
-  micro.input[c] = micro.output[c] = Tensor();  // its activations go now
+  timeline_.record(action, start, Clock::now());
+}
+
+std::vector<Tensor> PipelineModel::trained_weights() const {
+  std::vector<Tensor> out;
+  for (const Held& h : held_)
+    if (h.master.requires_grad()) out.push_back(h.used());
+  return out;
+}
+
+void PipelineModel::add_weight_gradients(const std::vector<Tensor>& got, std::vector<Tensor>& grads) const {
+  size_t next = 0;  // got holds the trained parameters' gradients first, in held_'s order
+  for (size_t i = 0; i < held_.size(); ++i)
+    if (held_[i].master.requires_grad()) {
+      if (got[next].defined()) accumulate(grads[i], got[next]);
+      ++next;
+    }
 }
 
 models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
@@ -301,6 +332,7 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
     mb.weight = static_cast<double>(counted_labels(mb.batch["labels"])) / total;
     mb.input.resize(static_cast<size_t>(options_.stages_per_rank));
     mb.output.resize(static_cast<size_t>(options_.stages_per_rank));
+    mb.weights.resize(static_cast<size_t>(options_.stages_per_rank));
   }
   std::vector<Tensor> grads(held_.size());  // whole, f32, summed over the microbatches
   const auto schedule_start = Clock::now();
@@ -308,10 +340,11 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
                                       options_.stages_per_rank)) {
     Microbatch& mb = micro[static_cast<size_t>(a.microbatch)];
     if (mb.weight == 0) continue;  // no label counts here, on any stage: nothing to add
-    if (a.kind == Action::Kind::forward)
-      run_forward(mb, a);
-    else
-      run_backward(mb, a, grads);
+    switch (a.kind) {
+      case Action::Kind::forward: run_forward(mb, a); break;
+      case Action::Kind::backward: run_backward(mb, a, grads); break;
+      case Action::Kind::weight: run_weight(mb, a, grads); break;
+    }
   }
   link_.flush();
   // The schedule's wall time, which the compute marks inside it (not nested in it) leave a

@@ -60,7 +60,15 @@ class PipelineModel : public ShardedModel {
   // "pipeline.compute" for ACC_PROFILE (the whole schedule "pipeline.schedule") and recorded in
   // the timeline.
   void run_forward(Microbatch& micro, const Action& action);
+  // A backward: the whole one, or under zero_bubble the input's gradient only, the weights'
+  // part kept in the microbatch for its run_weight.
   void run_backward(Microbatch& micro, const Action& action, std::vector<Tensor>& grads);
+  void run_weight(Microbatch& micro, const Action& action, std::vector<Tensor>& grads);
+  // What the module computes with for each trained parameter, in held_'s order.
+  std::vector<Tensor> trained_weights() const;
+  // grads[i] += the gradient of held_[i] for each trained one, from `got` (trained_weights()'s
+  // order, maybe followed by others).
+  void add_weight_gradients(const std::vector<Tensor>& got, std::vector<Tensor>& grads) const;
   // The virtual stage of this rank's chunk c (c * stages + stage; one chunk unless interleaved).
   int virtual_stage(int chunk) const;
   // A chunk's part of the model on a microbatch: from its input (or the embedding of its ids)

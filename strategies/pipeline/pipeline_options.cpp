@@ -9,10 +9,11 @@ OptionSection option_section() {
       .strategies = {kStrategy},
       .options =
           {
-              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = {"GPipe", "1F1B", "interleaved_1F1B"},
+              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = {"GPipe", "1F1B", "interleaved_1F1B", "zero_bubble"},
                .help = "order of each stage's microbatch forwards and backwards: GPipe (all forwards, then all "
                        "backwards), 1F1B (one forward, one backward: fewer activations held), interleaved_1F1B "
-                       "(1F1B over stages_per_rank chunks per rank: a smaller bubble)",
+                       "(1F1B over stages_per_rank chunks per rank: a smaller bubble), zero_bubble (1F1B with "
+                       "each backward's weight gradients put off to fill its waits)",
                .question = "Pipeline schedule?"},
               {.key = "stages", .type = T::integer, .default_value = "0", .min = 0,
                .help = "pipeline stages (0: one per process, or per tensor_parallel processes); with fewer, each "

@@ -15,7 +15,9 @@ Schedule parse_schedule(const std::string& name) {
   if (upper == "GPIPE") return Schedule::gpipe;
   if (upper == "1F1B") return Schedule::one_f_one_b;
   if (upper == "INTERLEAVED_1F1B") return Schedule::interleaved_1f1b;
-  ACC_FAIL("pipeline_config.schedule: '", name, "' is no schedule; expected GPipe, 1F1B or interleaved_1F1B");
+  if (upper == "ZERO_BUBBLE") return Schedule::zero_bubble;
+  ACC_FAIL("pipeline_config.schedule: '", name,
+           "' is no schedule; expected GPipe, 1F1B, interleaved_1F1B or zero_bubble");
 }
 
 std::string to_string(Schedule schedule) {
@@ -23,6 +25,7 @@ std::string to_string(Schedule schedule) {
     case Schedule::gpipe: return "GPipe";
     case Schedule::one_f_one_b: return "1F1B";
     case Schedule::interleaved_1f1b: return "interleaved_1F1B";
+    case Schedule::zero_bubble: return "zero_bubble";
   }
   return "?";
 }
@@ -64,6 +67,17 @@ std::vector<Action> stage_actions(Schedule schedule, int rank, int ranks, int mi
   }
   ACC_CHECK(chunks == 1, "pipeline_config.stages_per_rank: ", chunks, " stages per rank need schedule "
             "interleaved_1F1B; ", to_string(schedule), " runs one stage per rank");
+  if (schedule == Schedule::zero_bubble) {
+    int forwards = 0, backwards = 0, weights = 0;
+    for (; forwards < std::min(ranks - rank, microbatches); ++forwards) out.push_back({K::forward, forwards});
+    while (backwards < microbatches) {
+      out.push_back({K::backward, backwards++});
+      if (backwards - weights > rank) out.push_back({K::weight, weights++});
+      if (forwards < microbatches) out.push_back({K::forward, forwards++});
+    }
+    for (; weights < microbatches; ++weights) out.push_back({K::weight, weights});
+    return out;
+  }
   const int ahead = schedule == Schedule::gpipe ? microbatches : std::min(ranks - 1 - rank, microbatches);
   int forwards = 0, backwards = 0;
   for (; forwards < ahead; ++forwards) out.push_back({K::forward, forwards});
@@ -76,9 +90,11 @@ std::vector<Action> stage_actions(Schedule schedule, int rank, int ranks, int mi
 }
 
 int peak_in_flight(const std::vector<Action>& actions) {
+  const bool split = std::ranges::any_of(actions, [](const Action& a) { return a.kind == K::weight; });
+  const K last = split ? K::weight : K::backward;  // the action that ends a microbatch
   int now = 0, peak = 0;
   for (const Action& a : actions) {
-    now += a.kind == K::forward ? 1 : -1;
+    now += a.kind == K::forward ? 1 : a.kind == last ? -1 : 0;
     peak = std::max(peak, now);
   }
   return peak;
@@ -102,12 +118,14 @@ Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks) 
         const int s = a.chunk * ranks + r;
         const bool forward = a.kind == K::forward;
         double ready = free_at[static_cast<size_t>(r)];
-        if (forward ? s > 0 : s < stages - 1) {  // the input from the neighbouring stage
+        // The input from the neighbouring stage (a weight part waits only for its own backward,
+        // which ran before it on this rank).
+        if (a.kind != K::weight && (forward ? s > 0 : s < stages - 1)) {
           const auto it = done.find({a.kind, forward ? s - 1 : s + 1, a.microbatch});
           if (it == done.end()) break;
           ready = std::max(ready, it->second);
         }
-        const double cost = forward ? 1.0 : 2.0;
+        const double cost = a.kind == K::backward && schedule != Schedule::zero_bubble ? 2.0 : 1.0;
         done[{a.kind, s, a.microbatch}] = free_at[static_cast<size_t>(r)] = ready + cost;
         busy[static_cast<size_t>(r)] += cost;
         ++at;

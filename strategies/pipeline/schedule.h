@@ -14,17 +14,27 @@
 //           through the chunks in groups of p, (p - r - 1) * 2 + (v - 1) * p forwards ahead,
 //           then one forward and one backward in turn. The bubble shrinks about v-fold; the
 //           activations in flight grow a little, and every microbatch crosses ranks v times.
+//   zero bubble (ZB-H1 of Qi et al., 2023, arXiv 2401.10241): a backward is split into the
+//           input's gradient (B), which the stage before waits for, and the weights' (W),
+//           which nobody waits for. Rank r runs 1F1B's order of forwards and Bs, p - r forwards
+//           ahead, and a W after a B once more than r Ws are owed; the rest at the end. The
+//           Ws fill the waits of 1F1B: with F, B and W of equal length the bubble is
+//           (p - 1) / (3 m + p - 1), a third of 1F1B's; a rank holds at most p microbatches
+//           between their forward and their W.
 #include <string>
 #include <vector>
 
 namespace acc::pipeline {
 
-enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
-Schedule parse_schedule(const std::string& name);  // "GPipe", "1F1B", "interleaved_1F1B" (any case)
+enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b, zero_bubble };
+// "GPipe", "1F1B", "interleaved_1F1B", "zero_bubble" (any case)
+Schedule parse_schedule(const std::string& name);
 std::string to_string(Schedule schedule);
 
 struct Action {
-  enum class Kind { forward, backward };
+  // A backward is the whole backward, or under zero_bubble the input's gradient only; `weight`
+  // is then the weights' gradient.
+  enum class Kind { forward, backward, weight };
   Kind kind = Kind::forward;
   int microbatch = 0;
   int chunk = 0;  // which of the rank's stages: virtual stage chunk * ranks + rank
@@ -36,11 +46,13 @@ struct Action {
 // ranks; the others one chunk (errors name the keys).
 std::vector<Action> stage_actions(Schedule schedule, int rank, int ranks, int microbatches, int chunks = 1);
 
-// The most microbatches whose forward a rank has run and whose backward it has not, at once,
-// in `actions`, over all its chunks: how many sets of activations it holds.
+// The most microbatches whose forward a rank has run and whose backward (with its weight part,
+// when split) it has not, at once, in `actions`, over all its chunks: how many sets of
+// activations it holds.
 int peak_in_flight(const std::vector<Action>& actions);
 
-// Every rank's actions run with a forward taking 1 and a backward 2 units of time, each as
+// Every rank's actions run with a forward taking 1 and a backward 2 units of time (split: 1
+// for the input's gradient and 1 for the weights'), each as
 // soon as its rank is free and its input has arrived: the step's length and the mean share of
 // it the ranks are idle. Throws naming the rank and action when the orders deadlock.
 struct Simulation {

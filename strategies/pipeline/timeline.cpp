@@ -22,7 +22,7 @@ void Timeline::end_step(int rank) const {
   const std::string path = prefix_ + ".rank" + std::to_string(rank) + ".tsv";
   std::ofstream out(path + ".tmp");
   for (const Span& s : spans_)
-    out << (s.action.kind == Action::Kind::forward ? 'F' : 'B') << '\t' << s.action.microbatch << '\t'
+    out << "FBW"[static_cast<int>(s.action.kind)] << '\t' << s.action.microbatch << '\t'
         << s.action.chunk << '\t' << s.start_s << '\t' << s.end_s << '\n';
   out.close();
   ACC_CHECK(out, "ACC_PIPELINE_TIMELINE: cannot write ", path);

@@ -1,7 +1,7 @@
 #pragma once
 // When each action of a training step ran on this stage, for a picture of the schedule: with
 // ACC_PIPELINE_TIMELINE set to a path prefix, every training step rewrites
-// <prefix>.rank<R>.tsv with one line per action: F or B, the microbatch, the chunk (0 unless
+// <prefix>.rank<R>.tsv with one line per action: F, B or W (zero_bubble's weight part), the microbatch, the chunk (0 unless
 // interleaved), and its start and end in seconds from the step's start (what it computed; the gaps are waits for a neighbour).
 // bench/strategies/plot_pipeline_timeline.py draws the files.
 #include <chrono>

@@ -1,5 +1,5 @@
 // PIPELINE against one process: k AdamW steps with clipping on the same global batches give
-// the same losses, gradient norms and parameters, for GPipe and 1F1B, GPT-2 (its tied head on
+// the same losses, gradient norms and parameters, for GPipe, 1F1B and zero bubble, GPT-2 (its tied head on
 // the first and the last stage) and Llama, 5 layers over 1, 2 or 4 stages (uneven: 3 + 2,
 // 2 + 1 + 1 + 1), balanced or at named split points, 4 or 8 microbatches, and on a grid of
 // stages x 2 replicas, and with 2 tensor-parallel ranks per stage (at 8 ranks, 2 stages x 2
@@ -7,6 +7,9 @@
 // last stage's logits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <tuple>
 
@@ -17,6 +20,7 @@
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
 #include "../fsdp/fsdp_fixtures.h"
+#include "pipeline/schedule.h"
 #include "support/test_support.h"
 
 namespace acc::test {
@@ -58,7 +62,8 @@ TEST_P(PipelineEquivalence, SameLossesAndParametersAsOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, PipelineEquivalence,
                          ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"gpt2_deep", "GPipe", 8},
-                                           Case{"llama_deep", "1F1B", 8}, Case{"llama_deep", "GPipe", 4}),
+                                           Case{"llama_deep", "1F1B", 8}, Case{"llama_deep", "GPipe", 4},
+                                           Case{"gpt2_deep", "zero_bubble", 4}, Case{"llama_deep", "zero_bubble", 8}),
                          case_name);
 
 // Fewer stages than ranks: each stage on 2 replicas that see different halves of the batch and
@@ -74,7 +79,8 @@ TEST_P(PipelineGrid, SameLossesAndParametersAsOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoReplicas, PipelineGrid,
-                         ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"llama_deep", "GPipe", 2}),
+                         ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"llama_deep", "GPipe", 2},
+                                           Case{"gpt2_deep", "zero_bubble", 4}),
                          case_name);
 
 // AUTO offers a pipeline with a stage per node only over several machines, tried right after
@@ -138,7 +144,8 @@ TEST_P(PipelineTensorParallel, SameLossesAndParametersAsOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoRanksPerStage, PipelineTensorParallel,
-                         ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"llama_deep", "GPipe", 4}),
+                         ::testing::Values(Case{"gpt2_deep", "1F1B", 4}, Case{"llama_deep", "GPipe", 4},
+                                           Case{"llama_deep", "zero_bubble", 4}),
                          case_name);
 
 // All three axes: stages x replicas x 2 tensor-parallel ranks, with half the ranks' pairs as
@@ -247,9 +254,28 @@ TEST(Pipeline, NoSyncKeepsGradientsOnTheRankUntilTheStepAfterIt) {
     EXPECT_TRUE(all_close(params[i].second.to_vector(), single.params[i].second, kRtol, kParamAtol)) << params[i].first;
 }
 
+// Zero bubble runs each microbatch's weight part apart from its backward, in the schedule's
+// order (the timeline a step writes, ACC_PIPELINE_TIMELINE), a stage per rank.
+TEST(Pipeline, ZeroBubbleRunsTheWeightPartsWhereItsScheduleSays) {
+  const int p = world().size(), m = 4;
+  const auto dir = fresh_dir("pipeline_timeline_rank" + std::to_string(world().rank()));
+  ::setenv("ACC_PIPELINE_TIMELINE", (dir / "step").c_str(), 1);
+  run_accelerated("gpt2_deep", pipeline_config("zero_bubble", m), 1, kGlobalBatch);
+  ::unsetenv("ACC_PIPELINE_TIMELINE");
+  std::ifstream file(dir / ("step.rank" + std::to_string(world().rank()) + ".tsv"));
+  std::vector<std::pair<char, int>> ran;
+  std::string line;
+  while (std::getline(file, line)) ran.emplace_back(line[0], std::stoi(line.substr(2)));
+  std::vector<std::pair<char, int>> planned;
+  for (const pipeline::Action& a : pipeline::stage_actions(pipeline::Schedule::zero_bubble, world().rank(), p, m))
+    planned.emplace_back("FBW"[static_cast<int>(a.kind)], a.microbatch);
+  EXPECT_EQ(ran, planned);
+  EXPECT_EQ(std::ranges::count(ran, 'W', &std::pair<char, int>::first), m);
+}
+
 // Each stage keeps only its inputs and recomputes its forward in the backward: the same steps.
 TEST(Pipeline, ActivationCheckpointingTrainsAsOneProcess) {
-  for (const std::string schedule : {"1F1B", "GPipe"}) {
+  for (const std::string schedule : {"1F1B", "GPipe", "zero_bubble"}) {
     SCOPED_TRACE(schedule);
     Config config = pipeline_config(schedule, 4);
     config.section("pipeline_config").set("activation_checkpointing", "true");
@@ -261,12 +287,15 @@ TEST(Pipeline, ActivationCheckpointingTrainsAsOneProcess) {
 // bf16 compute: each stage multiplies with bf16 copies the optimizer writes with the f32
 // masters; compared with f32 training, as bf16 FSDP is, within 2% on the losses.
 TEST(Pipeline, Bf16ComputeTrainsCloseToF32) {
-  Config config = pipeline_config("1F1B", 4);
-  config.compute.bf16 = true;
-  const RunResult bf16 = run_accelerated("gpt2_deep", config, kSteps, kGlobalBatch);
   const RunResult f32 = run_single_process("gpt2_deep", kSteps, kGlobalBatch);
-  EXPECT_TRUE(all_close(bf16.losses, f32.losses, 2e-2f, 0.f));
-  EXPECT_NE(bf16.losses, f32.losses) << "bf16 compute changed nothing";
+  for (const std::string schedule : {"1F1B", "zero_bubble"}) {
+    SCOPED_TRACE(schedule);
+    Config config = pipeline_config(schedule, 4);
+    config.compute.bf16 = true;
+    const RunResult bf16 = run_accelerated("gpt2_deep", config, kSteps, kGlobalBatch);
+    EXPECT_TRUE(all_close(bf16.losses, f32.losses, 2e-2f, 0.f));
+    EXPECT_NE(bf16.losses, f32.losses) << "bf16 compute changed nothing";
+  }
 }
 
 TEST(Pipeline, NamedSplitPointsTrainAsOneProcess) {

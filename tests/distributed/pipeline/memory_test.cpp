@@ -52,7 +52,8 @@ TEST(PipelineMemory, ActivationsFollowTheMicrobatchesInFlight) {
 
 // The estimate of each stage (pipeline_estimate.h) against the allocator on the rank running
 // it: GPT-2 and Llama tiny (4 layers, their 50257- and 32000-token vocabularies) at 64 tokens,
-// every schedule (interleaved: 2 chunks per rank at 2 ranks), GPipe with activation
+// every schedule (interleaved: 2 chunks per rank at 2 ranks; zero bubble's weight parts held
+// between B and W), GPipe with activation
 // checkpointing, a stage per rank and (at 2 and 4 ranks) stages x 2 replicas or stages x 2
 // tensor-parallel ranks.
 using EstimateCase = std::tuple<std::string, std::string, std::string>;  // model, schedule, layout
@@ -107,7 +108,7 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
 INSTANTIATE_TEST_SUITE_P(Pipeline, PipelineEstimate,
                          ::testing::Combine(::testing::Values("gpt2", "llama"),
                                             ::testing::Values("1F1B", "GPipe", "interleaved_1F1B",
-                                                              "GPipe_checkpointed"),
+                                                              "GPipe_checkpointed", "zero_bubble"),
                                             ::testing::Values("", "replicas", "tensor_parallel")),
                          [](const auto& info) {
                            const std::string& layout = std::get<2>(info.param);

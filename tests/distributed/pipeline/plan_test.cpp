@@ -154,12 +154,52 @@ TEST(Schedules, SimulatedBubblesMatchTheFormulaAndInterleavingShrinksThem) {
     }
 }
 
+// Zero bubble: each microbatch's forward, its backward (the input's gradient) and its weight
+// part once, in that order; at most p microbatches between forward and weight part on any rank
+// (1F1B's most, on its first rank), and no more than 1F1B's between forward and backward; the
+// idle share of unit-time runs (F, B and W 1 each) is (p - 1) / (3 m + p - 1) for m >= p, a
+// third of 1F1B's with the same total work.
+TEST(Schedules, ZeroBubbleFillsTheWaitsWithWeightGradients) {
+  for (int p : {1, 2, 3, 4})
+    for (int m : {1, 2, 4, 8}) {
+      for (int r = 0; r < p; ++r) {
+        const auto actions = stage_actions(Schedule::zero_bubble, r, p, m);
+        std::vector<int> state(static_cast<size_t>(m), 0);
+        int before_backward = 0, most_before_backward = 0;
+        for (const Action& a : actions) {
+          int& s = state[static_cast<size_t>(a.microbatch)];
+          EXPECT_EQ(s, static_cast<int>(a.kind)) << "rank " << r << " microbatch " << a.microbatch;
+          ++s;
+          before_backward += a.kind == K::forward ? 1 : a.kind == K::backward ? -1 : 0;
+          most_before_backward = std::max(most_before_backward, before_backward);
+        }
+        for (int s : state) EXPECT_EQ(s, 3);
+        EXPECT_LE(peak_in_flight(actions), std::min(p, m)) << "rank " << r << " of " << p << ", m " << m;
+        EXPECT_EQ(most_before_backward, std::min(p - r, m)) << "rank " << r << " of " << p << ", m " << m;
+      }
+      const double idle = simulate(Schedule::zero_bubble, p, m).idle_share;
+      if (m >= p) {
+        EXPECT_NEAR(idle, static_cast<double>(p - 1) / (3 * m + p - 1), 1e-12) << p << " ranks, " << m;
+      }
+      EXPECT_LE(idle, simulate(Schedule::one_f_one_b, p, m).idle_share + 1e-12) << p << " ranks, " << m;
+    }
+  // The last of 2 ranks with 4 microbatches: a weight part right after each backward but the
+  // first, which waits for a second one.
+  EXPECT_EQ(stage_actions(Schedule::zero_bubble, 1, 2, 4),
+            (std::vector<Action>{{K::forward, 0}, {K::backward, 0}, {K::forward, 1}, {K::backward, 1}, {K::weight, 0},
+                                 {K::forward, 2}, {K::backward, 2}, {K::weight, 1}, {K::forward, 3}, {K::backward, 3},
+                                 {K::weight, 2}, {K::weight, 3}}));
+}
+
 TEST(Schedules, NamesAndShapesAreChecked) {
   EXPECT_EQ(parse_schedule("gpipe"), Schedule::gpipe);
   EXPECT_EQ(parse_schedule("1f1b"), Schedule::one_f_one_b);
   EXPECT_EQ(parse_schedule("Interleaved_1F1B"), Schedule::interleaved_1f1b);
+  EXPECT_EQ(parse_schedule("Zero_Bubble"), Schedule::zero_bubble);
   test::expect_contains(test::error_of([] { parse_schedule("zigzag"); }),
-                        {"pipeline_config.schedule", "'zigzag'", "GPipe, 1F1B or interleaved_1F1B"});
+                        {"pipeline_config.schedule", "'zigzag'", "GPipe, 1F1B, interleaved_1F1B or zero_bubble"});
+  test::expect_contains(test::error_of([] { stage_actions(Schedule::zero_bubble, 0, 2, 4, 2); }),
+                        {"pipeline_config.stages_per_rank", "need schedule interleaved_1F1B"});
   test::expect_contains(test::error_of([] { stage_actions(Schedule::interleaved_1f1b, 0, 2, 4, 1); }),
                         {"interleaved_1F1B needs pipeline_config.stages_per_rank >= 2"});
   test::expect_contains(test::error_of([] { stage_actions(Schedule::interleaved_1f1b, 0, 4, 6, 2); }),
