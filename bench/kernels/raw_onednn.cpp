@@ -5,9 +5,9 @@ namespace acc::bench {
 using dt = dnnl::memory::data_type;
 using dims = dnnl::memory::dims;
 
-RawOnednnMatmul::RawOnednnMatmul(int64_t M, int64_t N, int64_t K, bool trans_b, dt ab)
+RawOnednnMatmul::RawOnednnMatmul(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, dt ab)
     : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
-  dnnl::memory::desc a({M, K}, ab, dims{K, 1});
+  dnnl::memory::desc a({M, K}, ab, trans_a ? dims{1, M} : dims{K, 1});
   dnnl::memory::desc b({K, N}, ab, trans_b ? dims{1, K} : dims{N, 1});
   dnnl::memory::desc c({M, N}, dt::f32, dims{N, 1});
   pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), engine_);

@@ -9,8 +9,9 @@ namespace acc::bench {
 
 class RawOnednnMatmul {
  public:
-  // Row-major C[M,N] = A[M,K] * op(B), op(B) = B^T when trans_b (B stored [N,K]).
-  RawOnednnMatmul(int64_t M, int64_t N, int64_t K, bool trans_b, dnnl::memory::data_type ab);
+  // Row-major C[M,N] = op(A) * op(B), op(A) = A^T when trans_a (A stored [K,M]), op(B) = B^T
+  // when trans_b (B stored [N,K]).
+  RawOnednnMatmul(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, dnnl::memory::data_type ab);
   void run(void* a, void* b, float* c);
 
  private:

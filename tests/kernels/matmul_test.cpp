@@ -85,6 +85,36 @@ TEST(Matmul, Bf16InputsMatchReferenceOnRoundedValues) {
     }
 }
 
+// Large bf16 operands in every layout: on AMX, kernels::matmul copies a transposed A or a
+// K x N B of this size into the other layout first (matmul.cpp); bias and accumulate ride
+// along. 256 entries spread over C are checked against sums in double of the same bf16
+// values (a whole reference product of this size takes seconds).
+TEST(Matmul, Bf16LargeOperandsInEveryLayoutMatchReference) {
+  const Dims d{1024, 1040, 1032};
+  uint64_t seed = 250;
+  const auto bias = random_vector(d.N, seed++);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      MatmulShape s{d.M, d.N, d.K, ta, tb, DType::bf16};
+      s.accumulate = ta == tb;
+      const auto a = to_f32_vector(to_bf16_vector(random_vector(d.M * d.K, seed++)));
+      const auto b = to_f32_vector(to_bf16_vector(random_vector(d.K * d.N, seed++)));
+      const auto before = random_vector(d.M * d.N, seed++);
+      auto c = before;
+      matmul(to_bf16_vector(a).data(), to_bf16_vector(b).data(), c.data(), s, bias.data());
+      std::vector<float> got, want;
+      for (int64_t n = 0; n < 256; ++n) {
+        const int64_t i = (n * 397) % d.M, j = (n * 211 + 7) % d.N;
+        double sum = bias[j] + (s.accumulate ? before[i * d.N + j] : 0.0);
+        for (int64_t k = 0; k < d.K; ++k)
+          sum += static_cast<double>(a[ta ? k * d.M + i : i * d.K + k]) * b[tb ? j * d.K + k : k * d.N + j];
+        got.push_back(c[i * d.N + j]);
+        want.push_back(static_cast<float>(sum));
+      }
+      EXPECT_TRUE(all_close(got, want, 1e-4f, 1e-4f)) << "trans_a=" << ta << " trans_b=" << tb;
+    }
+}
+
 TEST(Matmul, Bf16OutputIsRoundedProduct) {
   uint64_t seed = 300;
   for (const Dims& d : kShapes)

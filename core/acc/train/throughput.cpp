@@ -9,7 +9,8 @@ double measure_gemm_peak_gflops(DType dtype, int64_t n, double seconds) {
   Tensor a = Tensor::rand_uniform({n, n}, 1, "gemm_peak.a", -1.f, 1.f, dtype);
   Tensor b = Tensor::rand_uniform({n, n}, 1, "gemm_peak.b", -1.f, 1.f, dtype);
   Tensor c = Tensor::empty({n, n});
-  const kernels::MatmulShape s{.M = n, .N = n, .K = n, .ab_type = dtype};
+  // B stored [N, K]: the layout oneDNN runs fastest (kernels/matmul.cpp copies others into it).
+  const kernels::MatmulShape s{.M = n, .N = n, .K = n, .trans_b = true, .ab_type = dtype};
   kernels::matmul(a.raw_data(), b.raw_data(), c.raw_data(), s);  // warm-up: primitive, pages
   // The rate sustained over the window, not the best call: ranks sharing cores each find calls
   // with a core to themselves, and the sum of such best calls overstated a 2-core machine 1.6x
