@@ -78,15 +78,11 @@ void check_input_grads(const Node& node, const std::vector<Tensor>& grads) {
 // node->apply(grad) asking for the inputs in `wanted` (null: all); the others' gradients are
 // dropped, whatever the node returned for them.
 std::vector<Tensor> apply_for(Node& node, const Tensor& grad, const std::vector<bool>* wanted) {
-  const std::vector<bool>* outer = std::exchange(t_wanted, wanted);
-  std::vector<Tensor> grads;
-  try {
-    grads = node.apply(grad);
-  } catch (...) {
-    t_wanted = outer;
-    throw;
-  }
-  t_wanted = outer;
+  struct Asking {  // t_wanted for the call, restored however it ends (a node may nest a pass)
+    const std::vector<bool>* outer;
+    ~Asking() { t_wanted = outer; }
+  } asking{std::exchange(t_wanted, wanted)};
+  std::vector<Tensor> grads = node.apply(grad);
   check_input_grads(node, grads);
   if (wanted)
     for (size_t i = 0; i < grads.size(); ++i)
@@ -141,13 +137,15 @@ void execute(const std::shared_ptr<Node>& root, Tensor seed, Captures* captures,
         } else {
           // A separable node feeding the weight side gives its other inputs' gradients now
           // and is kept, with its output's gradient, to give the weight side's later.
-          std::vector<bool> now(node->next().size());
+          std::vector<bool> now;
           bool defers = false;
-          for (size_t i = 0; i < now.size(); ++i) {
-            now[i] = node->next()[i] && !weight_side(split, node->next()[i].get());
-            defers |= node->next()[i] && !now[i];
+          if (split && node->separable()) {
+            now.resize(node->next().size());
+            for (size_t i = 0; i < now.size(); ++i) {
+              now[i] = node->next()[i] && !weight_side(split, node->next()[i].get());
+              defers |= node->next()[i] && !now[i];
+            }
           }
-          defers &= node->separable();
           input_grads = apply_for(*node, grad, defers ? &now : nullptr);
           if (defers)
             split->deferred.emplace_back(node, std::move(grad));
