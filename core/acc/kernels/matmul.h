@@ -5,7 +5,8 @@
 // A and B are f32 or bf16 (both the same), C is f32 or bf16; accumulation is always f32.
 // Primitives are cached by (shapes, dtypes, transposition, accumulate, bias). bf16 inputs use
 // oneDNN's bf16 kernels where the CPU has native bf16 (AVX512-BF16/AMX); elsewhere they are
-// converted to f32 first, since emulated bf16 GEMM is slower than that.
+// converted to f32 first, since emulated bf16 GEMM is slower than that. On AMX, a large A
+// stored transposed or B stored [K,N] is first copied into the other layout (matmul.cpp).
 #include <cstdint>
 #include <string>
 
