@@ -63,10 +63,7 @@ namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
 using bench::RandomTokens;
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
+using bench::seconds_since;
 
 // Every rank's value, in rank order. A collective.
 std::vector<double> gather(double mine) {

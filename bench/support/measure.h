@@ -2,12 +2,18 @@
 // Timing and reporting shared by acc's benchmarks. Every benchmark prints its numbers next to a
 // ceiling measured in the same run (GEMM peak, memcpy bandwidth) and against the previous
 // results file, so a number is never read without its context.
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace acc::bench {
+
+// Seconds of the steady clock since t0.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // Best time per call in seconds: calls fn until min_seconds have passed (after one warm-up
 // call), in batches, and keeps the fastest batch average. Best-of is used because the

@@ -9,16 +9,13 @@
 #include <vector>
 
 #include "acc/util/error.h"
+#include "support/measure.h"
 
 namespace acc::bench {
 
 namespace {
 
 constexpr size_t kBlock = size_t{64} << 20;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The file's descriptor, closed when it goes out of scope.
 struct Fd {
