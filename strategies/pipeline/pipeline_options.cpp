@@ -9,7 +9,7 @@ OptionSection option_section() {
       .strategies = {kStrategy},
       .options =
           {
-              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = {"GPipe", "1F1B", "interleaved_1F1B", "zero_bubble"},
+              {.key = "schedule", .type = T::choice, .default_value = "1F1B", .allowed = schedule_names(),
                .help = "order of each stage's microbatch forwards and backwards: GPipe (all forwards, then all "
                        "backwards), 1F1B (one forward, one backward: fewer activations held), interleaved_1F1B "
                        "(1F1B over stages_per_rank chunks per rank: a smaller bubble), zero_bubble (1F1B with "

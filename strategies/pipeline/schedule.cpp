@@ -6,28 +6,34 @@
 #include <tuple>
 
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc::pipeline {
 
 Schedule parse_schedule(const std::string& name) {
-  std::string upper = name;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (upper == "GPIPE") return Schedule::gpipe;
-  if (upper == "1F1B") return Schedule::one_f_one_b;
-  if (upper == "INTERLEAVED_1F1B") return Schedule::interleaved_1f1b;
-  if (upper == "ZERO_BUBBLE") return Schedule::zero_bubble;
-  ACC_FAIL("pipeline_config.schedule: '", name,
-           "' is no schedule; expected GPipe, 1F1B, interleaved_1F1B or zero_bubble");
+  const auto upper = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (const auto& [schedule, known] : kScheduleNames)
+    if (upper(known) == upper(name)) return schedule;
+  auto names = schedule_names();
+  const std::string last = names.back();
+  names.pop_back();
+  ACC_FAIL("pipeline_config.schedule: '", name, "' is no schedule; expected ", util::join(names), " or ", last);
 }
 
 std::string to_string(Schedule schedule) {
-  switch (schedule) {
-    case Schedule::gpipe: return "GPipe";
-    case Schedule::one_f_one_b: return "1F1B";
-    case Schedule::interleaved_1f1b: return "interleaved_1F1B";
-    case Schedule::zero_bubble: return "zero_bubble";
-  }
+  for (const auto& [known, name] : kScheduleNames)
+    if (known == schedule) return std::string(name);
   return "?";
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> out;
+  for (const auto& [schedule, name] : kScheduleNames) out.emplace_back(name);
+  return out;
 }
 
 namespace {

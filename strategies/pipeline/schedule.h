@@ -21,15 +21,26 @@
 //           Ws fill the waits of 1F1B: with F, B and W of equal length the bubble is
 //           (p - 1) / (3 m + p - 1), a third of 1F1B's; a rank holds at most p microbatches
 //           between their forward and their W.
+#include <array>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace acc::pipeline {
 
 enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b, zero_bubble };
-// "GPipe", "1F1B", "interleaved_1F1B", "zero_bubble" (any case)
+// Each schedule by the name pipeline_config.schedule gives it.
+inline constexpr std::array<std::pair<Schedule, std::string_view>, 4> kScheduleNames{{
+    {Schedule::gpipe, "GPipe"},
+    {Schedule::one_f_one_b, "1F1B"},
+    {Schedule::interleaved_1f1b, "interleaved_1F1B"},
+    {Schedule::zero_bubble, "zero_bubble"},
+}};
+// A name of kScheduleNames, in any case.
 Schedule parse_schedule(const std::string& name);
 std::string to_string(Schedule schedule);
+std::vector<std::string> schedule_names();
 
 struct Action {
   // A backward is the whole backward, or under zero_bubble the input's gradient only; `weight`
