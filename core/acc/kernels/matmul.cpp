@@ -1,7 +1,7 @@
 #include "acc/kernels/matmul.h"
 
+#include <compare>
 #include <dnnl.hpp>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,28 +39,25 @@ struct PrimitiveKey {
   bool trans_a, trans_b;
   DType ab_type, c_type;
   bool accumulate, bias;
-  bool operator==(const PrimitiveKey& o) const {
-    return std::tie(batch, M, N, K, trans_a, trans_b, ab_type, c_type, accumulate, bias) ==
-           std::tie(o.batch, o.M, o.N, o.K, o.trans_a, o.trans_b, o.ab_type, o.c_type, o.accumulate,
-                    o.bias);
-  }
+  auto operator<=>(const PrimitiveKey&) const = default;
 };
 
-struct PrimitiveKeyHash {
-  size_t operator()(const PrimitiveKey& k) const {
-    size_t h = 0;
-    auto mix = [&h](uint64_t v) {
-      h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    };
-    mix(static_cast<uint64_t>(k.batch));
-    mix(static_cast<uint64_t>(k.M));
-    mix(static_cast<uint64_t>(k.N));
-    mix(static_cast<uint64_t>(k.K));
-    mix((uint64_t{k.trans_a} << 0) | (uint64_t{k.trans_b} << 1) | (uint64_t{k.accumulate} << 2) |
-        (uint64_t{k.bias} << 3) | (static_cast<uint64_t>(k.ab_type) << 8) |
-        (static_cast<uint64_t>(k.c_type) << 16));
-    return h;
+// oneDNN objects built once per key and shared: executing one from several threads at once is
+// allowed by oneDNN, so only lookup and insertion take the lock.
+template <class Key, class Value>
+class BuiltOnce {
+ public:
+  template <class Make>
+  const Value& get(const Key& key, Make make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = built_.find(key);
+    if (it == built_.end()) it = built_.emplace(key, std::make_unique<Value>(make())).first;
+    return *it->second;
   }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, std::unique_ptr<Value>> built_;
 };
 
 // A logical [batch,] rows x cols matrix, densely stored either row-major or (transposed) as
@@ -98,15 +95,9 @@ Product make_product(const PrimitiveKey& k) {
   return p;
 }
 
-// Primitives are built once per key and shared; executing one from several threads at once is
-// allowed by oneDNN, so only lookup and insertion need the lock.
 const Product& cached_product(const PrimitiveKey& k) {
-  static std::mutex mutex;
-  static std::unordered_map<PrimitiveKey, std::unique_ptr<Product>, PrimitiveKeyHash> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(k);
-  if (it == cache.end()) it = cache.emplace(k, std::make_unique<Product>(make_product(k))).first;
-  return *it->second;
+  static BuiltOnce<PrimitiveKey, Product> products;
+  return products.get(k, [&] { return make_product(k); });
 }
 
 void execute(const PrimitiveKey& k, const void* A, const void* B, void* C, const float* bias) {
@@ -185,21 +176,12 @@ bool amx() {
 // dst = src as a logical bf16 rows x cols matrix, stored the other way round (transposed if
 // src is not, and the reverse).
 void relayout_bf16(const void* src, void* dst, int64_t rows, int64_t cols, bool src_transposed) {
-  using Key = std::tuple<int64_t, int64_t, bool>;
-  static std::mutex mutex;
-  static std::map<Key, dnnl::reorder> cache;
+  static BuiltOnce<std::tuple<int64_t, int64_t, bool>, dnnl::reorder> reorders;
   const dnnl::memory::desc from = matrix_desc(1, rows, cols, src_transposed, dt::bf16);
   const dnnl::memory::desc to = matrix_desc(1, rows, cols, !src_transposed, dt::bf16);
-  dnnl::reorder reorder;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find({rows, cols, src_transposed});
-    if (it == cache.end())
-      it = cache.emplace(Key{rows, cols, src_transposed}, dnnl::reorder(dnnl::reorder::primitive_desc(
-                                                              cpu_engine(), from, cpu_engine(), to)))
-               .first;
-    reorder = it->second;
-  }
+  const dnnl::reorder& reorder = reorders.get({rows, cols, src_transposed}, [&] {
+    return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+  });
   auto& eng = cpu_engine();
   dnnl::memory in(from, eng, const_cast<void*>(src)), out(to, eng, dst);
   dnnl::stream& stream = thread_stream();
