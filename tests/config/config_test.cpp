@@ -48,8 +48,10 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
       EXPECT_TRUE(c.warnings.empty());
       EXPECT_EQ(c.strategy_name(), "PIPELINE");
       EXPECT_EQ(c.dist.num_processes, 4);
-      EXPECT_EQ(c.section("pipeline_config").text("schedule"), "1F1B");
-      EXPECT_EQ(c.section("pipeline_config").integer("stages"), name == "pipeline_1f1b.yaml" ? 0 : 2);
+      const bool zero_bubble = name == "pipeline_zero_bubble.yaml";
+      EXPECT_EQ(c.section("pipeline_config").text("schedule"), zero_bubble ? "zero_bubble" : "1F1B");
+      EXPECT_EQ(c.section("pipeline_config").integer("microbatches"), name == "pipeline_fsdp.yaml" ? 2 : 4);
+      EXPECT_EQ(c.section("pipeline_config").integer("stages"), name == "pipeline_1f1b.yaml" || zero_bubble ? 0 : 2);
       EXPECT_EQ(c.section("pipeline_config").integer("tensor_parallel"), name == "pipeline_tp.yaml" ? 2 : 1);
       EXPECT_NO_THROW(c.validate());
       ++pipeline_checked;
@@ -87,7 +89,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
   EXPECT_EQ(checked, static_cast<int>(expected.size()));
   EXPECT_EQ(spmd_checked, 3);
   EXPECT_EQ(auto_checked, 1);
-  EXPECT_EQ(pipeline_checked, 3);
+  EXPECT_EQ(pipeline_checked, 4);
 }
 
 // Sets (or, with nullopt, unsets) one variable for a test and restores it afterwards.
