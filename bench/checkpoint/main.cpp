@@ -22,10 +22,12 @@
 //   allocator peak during the FULL save minus what was live before it, rank 0, against the f32
 //     bytes of the largest wrap unit (a GPT2Block, or the root: everything outside the blocks,
 //     the embeddings) (target <= 1x).
-// Loads go into an optimizer that has not stepped, as a resume's do: the load makes its state.
+// Loads go into an optimizer that has not stepped, as a resume's do: the load makes its state,
+// in memory fresh from the system (freed blocks returned first, as a new process has none).
 // They read what the saves just wrote, from the page cache, and again after the files were
 // dropped from it (from the disk).
 // Each time is the best of --repeats interleaved rounds (see run()).
+#include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -353,9 +355,13 @@ int run(int argc, char** argv) {
   }
   // Loads are timed as a resume does them: into an optimizer that has not stepped yet, whose
   // state tensors the load makes (and fills while it checks the files).
+  // As a resume finds it: an optimizer without state, and (a new process) no freed memory to
+  // reuse, so the state the load makes is fresh pages, faulted in on first touch.
   auto forget_optimizer_state = [&opt] {
     for (size_t g = 0; g < opt.param_groups().size(); ++g)
       for (size_t i = 0; i < opt.param_groups()[g].params.size(); ++i) opt.restore_state(g, i, false);
+    memory::release_cached();
+    ::malloc_trim(0);
   };
   checkpoint::TrainingState state;
   state.model = sharded.get();

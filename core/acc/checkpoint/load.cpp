@@ -10,6 +10,7 @@
 #include "acc/checkpoint/manifest.h"
 #include "acc/checkpoint/piece_reader.h"
 #include "acc/distributed/agreement.h"
+#include "acc/memory/prefault.h"
 #include "acc/models/checkpoint.h"
 #include "acc/runtime/init.h"
 #include "acc/util/activity.h"
@@ -186,6 +187,27 @@ std::vector<const PieceRecord*> verify_share(const Manifest& manifest, bool with
   return mine;
 }
 
+// The fresh targets' memory in the order the checks of `checked` fill it (reads of other pieces
+// last): faulted in on a second thread while the checks wait on the disk. File-tier targets are
+// left alone (faulting them in would read their files).
+std::vector<memory::Prefault::Region> fresh_memory(Plan& plan, const std::vector<const PieceRecord*>& checked) {
+  std::map<const PieceRecord*, size_t> order;
+  for (size_t i = 0; i < checked.size(); ++i) order[checked[i]] = i;
+  std::vector<std::pair<size_t, memory::Prefault::Region>> regions;
+  plan.for_each_target([&](Target& t) {
+    if (!t.fresh || t.dst.storage()->tier() == memory::Tier::file) return;
+    for (const auto& r : t.reads) {
+      const auto it = order.find(r.piece);
+      regions.push_back({it == order.end() ? checked.size() : it->second,
+                         {t.dst.data<float>() + r.at, static_cast<size_t>(r.count) * sizeof(float)}});
+    }
+  });
+  std::stable_sort(regions.begin(), regions.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<memory::Prefault::Region> out;
+  for (const auto& [at, region] : regions) out.push_back(region);
+  return out;
+}
+
 }  // namespace
 
 Position load_state(const std::filesystem::path& named, TrainingState& state) {
@@ -205,8 +227,9 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state);
     files.emplace(dir, manifest);
-    files->verify_all(verify_share(manifest, state.optimizer != nullptr, group.rank(), group.size()),
-                      plan.reads(true));
+    const auto checked = verify_share(manifest, state.optimizer != nullptr, group.rank(), group.size());
+    memory::Prefault prefault(fresh_memory(plan, checked));
+    files->verify_all(checked, plan.reads(true));
   } catch (...) {
     error = std::current_exception();
   }
