@@ -12,6 +12,7 @@
 #include "acc/kernels/convert.h"
 #include "acc/kernels/quantize.h"
 #include "acc/kernels/cross_entropy.h"
+#include "acc/kernels/embedding.h"
 #include "acc/kernels/matmul.h"
 #include "acc/kernels/norms.h"
 #include "acc/kernels/optimizer.h"
@@ -131,6 +132,14 @@ void bench_memory_bound(std::vector<Row>& rows, double bw) {
                    seconds_per_call([&] { acc::kernels::gelu_fwd(hx.data<float>(), hy.data<float>(), F); }), bw);
   add_memory_bound(rows, "gelu_bwd 4096x3072", 12.0 * F,
                    seconds_per_call([&] { acc::kernels::gelu_bwd(hdy.data<float>(), hx.data<float>(), hdx.data<float>(), F); }), bw);
+
+  // A token lookup in GPT-2 medium's bf16 token table: only the looked-up rows are read.
+  const int64_t lookups = 4096, vocab = 50257, width = 1024;
+  Tensor table16 = Tensor::zeros({vocab * width}).to(DType::bf16), looked_up = Tensor::zeros({lookups * width});
+  std::vector<int32_t> token_ids(lookups);
+  for (int64_t i = 0; i < lookups; ++i) token_ids[i] = static_cast<int32_t>((i * 7919) % vocab);
+  add_memory_bound(rows, "embedding_fwd 4096 rows of a bf16 50257x1024 table", 6.0 * lookups * width,
+                   seconds_per_call([&] { acc::kernels::embedding_fwd(table16.data<acc::bfloat16>(), token_ids.data(), looked_up.data<float>(), lookups, vocab, width); }), bw);
 
   const int64_t N = 1024, V = 50257;
   Tensor logits = random_f32(N * V, "logits"), dlogits = Tensor::zeros({N * V});

@@ -39,6 +39,25 @@ TEST(Embedding, ForwardAndBackwardMatchReference) {
   }
 }
 
+TEST(Embedding, ForwardFromABf16TableWidensTheRowsItLooksUp) {
+  uint64_t seed = 100;
+  for (const Shape s : kShapes) {
+    SCOPED_TRACE(::testing::Message() << "N=" << s.N << " V=" << s.V << " C=" << s.C);
+    const Vec wide = random_vector(s.V * s.C, ++seed);
+    std::vector<bfloat16> table(wide.size());
+    ref::f32_to_bf16(wide.data(), table.data(), static_cast<int64_t>(wide.size()));
+    Vec widened(wide.size());
+    ref::bf16_to_f32(table.data(), widened.data(), static_cast<int64_t>(wide.size()));
+    const std::vector<int32_t> ids = test::random_ints(s.N, ++seed, 0, static_cast<int32_t>(s.V));
+    Vec out(s.N * s.C), out_ref(s.N * s.C), out_f32(s.N * s.C);
+    embedding_fwd(table.data(), ids.data(), out.data(), s.N, s.V, s.C);
+    ref::embedding_fwd(table.data(), ids.data(), out_ref.data(), s.N, s.V, s.C);
+    ref::embedding_fwd(widened.data(), ids.data(), out_f32.data(), s.N, s.V, s.C);
+    EXPECT_EQ(out, out_ref);
+    EXPECT_EQ(out, out_f32);  // the same as looking up in the table widened whole
+  }
+}
+
 TEST(Embedding, BackwardSumsRepeatedIds) {
   // ids {2, 0, 2}: row 2 of dtable gets dout rows 0 and 2, row 1 nothing.
   const int32_t ids[3] = {2, 0, 2};

@@ -31,6 +31,13 @@ void embedding_fwd(const float* table, const int32_t* ids, float* out, int64_t N
   });
 }
 
+void embedding_fwd(const bfloat16* table, const int32_t* ids, float* out, int64_t N, int64_t V, int64_t C) {
+  check_args("embedding_fwd", ids, N, V, C);
+  detail::parallel_ranges(N, detail::rows_grain(C), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) bf16_to_f32(table + static_cast<int64_t>(ids[i]) * C, out + i * C, C);
+  });
+}
+
 void embedding_bwd(const float* dout, const int32_t* ids, float* dtable, int64_t N, int64_t V, int64_t C) {
   check_args("embedding_bwd", ids, N, V, C);
   const int64_t blocks = (C + kColBlock - 1) / kColBlock;
@@ -51,6 +58,11 @@ void embedding_fwd(const float* table, const int32_t* ids, float* out, int64_t N
   check_args("embedding_fwd", ids, N, V, C);
   for (int64_t i = 0; i < N; ++i)
     for (int64_t c = 0; c < C; ++c) out[i * C + c] = table[ids[i] * C + c];
+}
+void embedding_fwd(const bfloat16* table, const int32_t* ids, float* out, int64_t N, int64_t V, int64_t C) {
+  check_args("embedding_fwd", ids, N, V, C);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t c = 0; c < C; ++c) out[i * C + c] = to_f32(table[ids[i] * C + c]);
 }
 void embedding_bwd(const float* dout, const int32_t* ids, float* dtable, int64_t N, int64_t V, int64_t C) {
   check_args("embedding_bwd", ids, N, V, C);

@@ -14,13 +14,17 @@ Tensor embedding(const Tensor& table_in, const Tensor& ids_in) {
   ACC_CHECK(table_in.dim() == 2, "embedding: table must be [V, C], got ", table_in.describe());
   ACC_CHECK(ids_in.dtype() == DType::i32 || ids_in.dtype() == DType::i64,
             "embedding: ids must be i32 or i64, got ", ids_in.describe());
-  Tensor table = detail::as_f32(table_in, "embedding");
+  ACC_CHECK(is_floating(table_in.dtype()), "embedding: table must be f32 or bf16, got ", table_in.describe());
   Tensor ids = ids_in.dtype() == DType::i32 ? ids_in.detach() : ids_in.to(DType::i32);
-  const int64_t V = table.size(0), C = table.size(1), N = ids.numel();
+  const int64_t V = table_in.size(0), C = table_in.size(1), N = ids.numel();
   Shape out_shape = ids.shape();
   out_shape.push_back(C);
   Tensor out = detail::new_output(out_shape);
-  kernels::embedding_fwd(table.data<float>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
+  // A bf16 table's looked-up rows are widened alone: no f32 copy of the whole [V, C] table.
+  if (table_in.dtype() == DType::bf16)
+    kernels::embedding_fwd(table_in.data<bfloat16>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
+  else
+    kernels::embedding_fwd(table_in.data<float>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
   autograd::record("embedding", out, {table_in}, [ids, V, C, N](const Tensor& g) {
     ACC_PROFILE("embedding.backward");
     Tensor dtable = detail::new_output({V, C});
