@@ -1,7 +1,6 @@
 #include "schedule.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <tuple>
 
@@ -11,13 +10,8 @@
 namespace acc::pipeline {
 
 Schedule parse_schedule(const std::string& name) {
-  const auto upper = [](std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-  };
   for (const auto& [schedule, known] : kScheduleNames)
-    if (upper(known) == upper(name)) return schedule;
+    if (util::upper(known) == util::upper(name)) return schedule;
   auto names = schedule_names();
   const std::string last = names.back();
   names.pop_back();

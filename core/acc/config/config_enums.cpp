@@ -1,11 +1,11 @@
 // The names config files use for acc::Config's enums, and the spellings accepted besides them.
 #include <algorithm>
-#include <cctype>
 #include <span>
 #include <string_view>
 
 #include "acc/config/config.h"
 #include "acc/util/error.h"
+#include "acc/util/strings.h"
 
 namespace acc {
 namespace {
@@ -63,8 +63,7 @@ std::string name_of(std::span<const Spelling<E>> spellings, E value) {
 
 template <class E>
 E parse(std::span<const Spelling<E>> spellings, const std::string& value, const std::string& key) {
-  std::string upper = value;
-  std::ranges::transform(upper, upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  const std::string upper = util::upper(value);
   auto it = std::ranges::find(spellings, std::string_view(upper), &Spelling<E>::name);
   if (it != spellings.end()) return it->value;
   std::string allowed;

@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -14,11 +13,6 @@
 
 namespace acc {
 namespace {
-
-std::string upper(std::string s) {
-  std::ranges::transform(s, s.begin(), [](unsigned char c) { return std::toupper(c); });
-  return s;
-}
 
 // The shortest decimal that reads back as `value`.
 std::string shortest(double value) {
@@ -103,7 +97,7 @@ std::string OptionSpec::checked(const std::string& text, const std::string& full
       return node.IsScalar() ? node.Scalar() : "";
     case OptionType::choice: {
       if (!node.IsNull() && !node.IsScalar()) ACC_FAIL(full_key, ": bad value '", shown(node, text), "' (expected a name)");
-      const auto it = std::ranges::find(allowed, upper(util::trim(text)), [](const std::string& a) { return upper(a); });
+      const auto it = std::ranges::find(allowed, util::upper(util::trim(text)), [](const std::string& a) { return util::upper(a); });
       if (it == allowed.end()) ACC_FAIL(full_key, ": bad value '", text, "' (allowed: ", util::join(allowed), ")");
       return *it;
     }

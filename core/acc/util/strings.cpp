@@ -1,5 +1,6 @@
 #include "acc/util/strings.h"
 
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -8,6 +9,12 @@ namespace acc::util {
 std::string trim(const std::string& s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
   return begin == std::string::npos ? "" : s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::optional<int> parse_int(const std::string& text) {
@@ -35,8 +42,7 @@ std::optional<int64_t> parse_bytes(const std::string& text) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  std::string unit = trim(t.substr(used));
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string unit = upper(trim(t.substr(used)));
   const auto it = units.find(unit);
   if (it == units.end() || !(value > 0) || !std::isfinite(value)) return std::nullopt;
   return static_cast<int64_t>(std::llround(value * it->second));

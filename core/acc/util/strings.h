@@ -10,6 +10,8 @@ namespace acc::util {
 
 // Without leading and trailing spaces, tabs and line ends.
 std::string trim(const std::string& s);
+// `text` in upper case (ASCII letters), for names matched without case.
+std::string upper(std::string_view text);
 // The whole of `text` as an int ("12"), or nothing ("12x", "", out of range).
 std::optional<int> parse_int(const std::string& text);
 // A size in bytes: "123", "8GiB", "1.5 GB", "512MiB", "64KB" (KB/MB/GB/TB are powers of 1000,
