@@ -247,6 +247,26 @@ Tensor seed_for(const Tensor& root, const Tensor& seed, const char* op) {
   return seed.dtype() == DType::f32 ? seed.detach() : seed.to(DType::f32);
 }
 
+std::vector<std::shared_ptr<Node>> gradient_edges(const std::vector<Tensor>& tensors) {
+  std::vector<std::shared_ptr<Node>> out;
+  for (const auto& t : tensors) out.push_back(gradient_edge(t));
+  return out;
+}
+
+Captures capture_slots(const std::vector<std::shared_ptr<Node>>& nodes) {
+  Captures out;
+  for (const auto& n : nodes)
+    if (n) out.emplace(n.get(), Tensor());
+  return out;
+}
+
+std::vector<Tensor> take_captured(const std::vector<std::shared_ptr<Node>>& nodes, Captures& captures) {
+  std::vector<Tensor> out;
+  for (const auto& n : nodes) out.push_back(n ? captures[n.get()] : Tensor());  // a node twice: both get it
+  for (auto& [node, grad] : captures) grad = Tensor();
+  return out;
+}
+
 }  // namespace detail
 
 void backward(const Tensor& root, const Tensor& seed) {
@@ -257,16 +277,10 @@ void backward(const Tensor& root, const Tensor& seed) {
 
 std::vector<Tensor> grad(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& inputs) {
   auto node = detail::root_node(root, "autograd::grad");
-  detail::Captures captures;
-  std::vector<std::shared_ptr<Node>> input_nodes;  // keeps the inputs' accumulators alive
-  for (const auto& input : inputs) {
-    input_nodes.push_back(gradient_edge(input));
-    if (input_nodes.back()) captures.emplace(input_nodes.back().get(), Tensor());
-  }
+  const auto input_nodes = detail::gradient_edges(inputs);
+  detail::Captures captures = detail::capture_slots(input_nodes);
   detail::execute(node, detail::seed_for(root, seed, "autograd::grad"), &captures);
-  std::vector<Tensor> out;
-  for (const auto& n : input_nodes) out.push_back(n ? captures[n.get()] : Tensor());
-  return out;
+  return detail::take_captured(input_nodes, captures);
 }
 
 bool in_backward() { return t_pass.depth > 0; }

@@ -11,6 +11,15 @@ namespace acc::autograd::detail {
 
 using Captures = std::unordered_map<Node*, Tensor>;
 
+// The gradient edges of `tensors` (their accumulators or grad_fns; null for one without), kept
+// alive by the vector: what a pass captures gradients at.
+std::vector<std::shared_ptr<Node>> gradient_edges(const std::vector<Tensor>& tensors);
+// An empty capture slot for each of `nodes` but the null ones.
+Captures capture_slots(const std::vector<std::shared_ptr<Node>>& nodes);
+// What the slots of `nodes` caught, in their order (undefined for a null node); the slots are
+// left empty, so the captures hold no gradient after.
+std::vector<Tensor> take_captured(const std::vector<std::shared_ptr<Node>>& nodes, Captures& captures);
+
 // The part of a graph a split backward leaves for later (split_grad.h): `nodes`, the weight
 // side, are not run by the first part; what reaches them is summed in `delivered` (what reaches
 // a weight's accumulator, a key of `early`, there instead: it is handed out at once), and each

@@ -51,41 +51,31 @@ SplitGradients split_grad(const Tensor& root, const Tensor& seed, const std::vec
   activity::Phase phase("backward");
   auto node = detail::root_node(root, "autograd::split_grad");
   SplitGradients out;
-  out.weights.side_ = std::make_shared<detail::WeightSide>();
+  auto& side = *(out.weights.side_ = std::make_shared<detail::WeightSide>());
+  const auto& weight_nodes = out.weights.weight_nodes_ = detail::gradient_edges(weights);
+  side.early = detail::capture_slots(weight_nodes);
   std::unordered_set<Node*> bases;
-  for (const auto& w : weights) {
-    out.weights.weight_nodes_.push_back(gradient_edge(w));
-    if (!out.weights.weight_nodes_.back()) continue;
-    bases.insert(out.weights.weight_nodes_.back().get());
-    out.weights.side_->early.emplace(out.weights.weight_nodes_.back().get(), Tensor());
-  }
-  detail::Captures captures;
-  std::vector<std::shared_ptr<Node>> input_nodes;  // keeps the inputs' accumulators alive
-  for (const auto& input : inputs) {
-    input_nodes.push_back(gradient_edge(input));
-    if (!input_nodes.back()) continue;
-    ACC_CHECK(!bases.count(input_nodes.back().get()), "autograd::split_grad: ", input.describe(),
+  for (const auto& n : weight_nodes)
+    if (n) bases.insert(n.get());
+  const auto input_nodes = detail::gradient_edges(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ACC_CHECK(!input_nodes[i] || !bases.count(input_nodes[i].get()), "autograd::split_grad: ", inputs[i].describe(),
               " is among both the inputs and the weights");
-    captures.emplace(input_nodes.back().get(), Tensor());
-  }
-  find_weight_side(node, bases, *out.weights.side_);
-  detail::execute(node, detail::seed_for(root, seed, "autograd::split_grad"), &captures, out.weights.side_.get());
-  for (const auto& n : input_nodes) out.inputs.push_back(n ? captures[n.get()] : Tensor());
-  for (const auto& n : out.weights.weight_nodes_)
-    out.weights_now.push_back(n ? std::exchange(out.weights.side_->early[n.get()], Tensor()) : Tensor());
+  detail::Captures captures = detail::capture_slots(input_nodes);
+  find_weight_side(node, bases, side);
+  detail::execute(node, detail::seed_for(root, seed, "autograd::split_grad"), &captures, &side);
+  out.inputs = detail::take_captured(input_nodes, captures);
+  out.weights_now = detail::take_captured(weight_nodes, side.early);
   return out;
 }
 
 std::vector<Tensor> WeightGradients::compute() {
   ACC_CHECK(side_, "WeightGradients::compute: the weights' gradients were computed already (or never split)");
   activity::Phase phase("backward");
-  detail::Captures captures;
-  for (const auto& n : weight_nodes_)
-    if (n) captures.emplace(n.get(), Tensor());
+  detail::Captures captures = detail::capture_slots(weight_nodes_);
   detail::execute_weight_side(*side_, captures);
   side_.reset();
-  std::vector<Tensor> out;
-  for (const auto& n : weight_nodes_) out.push_back(n ? captures[n.get()] : Tensor());
+  std::vector<Tensor> out = detail::take_captured(weight_nodes_, captures);
   weight_nodes_.clear();
   return out;
 }
