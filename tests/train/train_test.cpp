@@ -49,6 +49,21 @@ TEST(ProgressBar, PlainLinesWhenNotATerminal) {
   EXPECT_NE(out.find("loss=9]"), std::string::npos) << out;
 }
 
+TEST(ProgressBar, ResumedCountStartsWhereTheRunWas) {
+  std::FILE* f = std::tmpfile();
+  {
+    train::ProgressBar bar(10, "train", f, 5);
+    bar.resume_at(4);
+    for (int i = 0; i < 6; ++i) bar.update();
+    EXPECT_EQ(bar.count(), 10);
+  }
+  const std::string out = read_all(f);
+  std::fclose(f);
+  EXPECT_NE(out.find(" 5/10 "), std::string::npos) << out;
+  EXPECT_NE(out.find("10/10"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;
+}
+
 TEST(ProgressRange, AdvancesWithTheLoop) {
   std::vector<int> values{1, 2, 3};
   int sum = 0;
@@ -71,6 +86,23 @@ TEST(Args, ParsesAndRejectsUnknownOptions) {
   const char* bad[] = {"prog", "--steps", "x"};
   train::Args bad_args(3, const_cast<char**>(bad));
   EXPECT_THROW(bad_args.get_int("steps", 1), Error);
+}
+
+// '-' and '_' are one character in option names; an unknown option is named as it was typed.
+TEST(Args, DashAndUnderscoreAreTheSame) {
+  const char* argv[] = {"prog", "--val_every", "5", "--save-every=7", "--typo-opt", "1"};
+  train::Args args(6, const_cast<char**>(argv));
+  EXPECT_EQ(args.get_int("val-every", 1), 5);
+  EXPECT_EQ(args.get_int("save_every", 1), 7);
+  EXPECT_TRUE(args.has("typo_opt"));
+  try {
+    args.finish();
+    ADD_FAILURE() << "--typo-opt was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    for (const char* part : {"unknown option --typo-opt (known:", "--val-every", "--save_every"})
+      EXPECT_NE(what.find(part), std::string::npos) << what;
+  }
 }
 
 TEST(Sampling, GreedyTopKAndTemperature) {

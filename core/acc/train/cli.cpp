@@ -1,5 +1,6 @@
 #include "acc/train/cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -9,6 +10,16 @@
 
 namespace acc::train {
 
+namespace {
+
+// "--val-every" and "--val_every" are one option: names are compared with '-' read as '_'.
+std::string canonical(std::string name) {
+  std::ranges::replace(name, '-', '_');
+  return name;
+}
+
+}  // namespace
+
 Args::Args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -16,22 +27,31 @@ Args::Args(int argc, char** argv) {
               "' (options look like --name value)");
     arg = arg.substr(2);
     const auto eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    typed_[canonical(name)] = name;
     if (eq != std::string::npos) {
-      values_[arg.substr(0, eq)] = arg.substr(eq + 1);
+      values_[canonical(name)] = arg.substr(eq + 1);
     } else if (i + 1 < argc && !std::string(argv[i + 1]).starts_with("--")) {
-      values_[arg] = argv[++i];
+      values_[canonical(name)] = argv[++i];
     } else {
-      values_[arg] = "";
+      values_[canonical(name)] = "";
     }
   }
 }
 
+const std::string* Args::value(const std::string& key) {
+  known_[canonical(key)] = key;
+  const auto it = values_.find(canonical(key));
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+bool Args::has(const std::string& key) const { return values_.count(canonical(key)) > 0; }
+
 std::string Args::get(const std::string& key, const std::string& fallback) {
-  known_.insert(key);
-  auto it = values_.find(key);
-  if (it == values_.end()) return fallback;
-  ACC_CHECK(!it->second.empty(), "option --", key, " needs a value");
-  return it->second;
+  const std::string* it = value(key);
+  if (!it) return fallback;
+  ACC_CHECK(!it->empty(), "option --", key, " needs a value");
+  return *it;
 }
 
 int64_t Args::get_int(const std::string& key, int64_t fallback) {
@@ -51,16 +71,14 @@ double Args::get_double(const std::string& key, double fallback) {
 }
 
 std::optional<std::string> Args::get_optional(const std::string& key) {
-  known_.insert(key);
-  const auto it = values_.find(key);
-  return it == values_.end() ? std::nullopt : std::optional<std::string>(it->second);
+  const std::string* it = value(key);
+  return it ? std::optional<std::string>(*it) : std::nullopt;
 }
 
 bool Args::flag(const std::string& key) {
-  known_.insert(key);
-  auto it = values_.find(key);
-  if (it == values_.end()) return false;
-  ACC_CHECK(it->second.empty(), "option --", key, " takes no value (got '", it->second, "')");
+  const std::string* it = value(key);
+  if (!it) return false;
+  ACC_CHECK(it->empty(), "option --", key, " takes no value (got '", *it, "')");
   return true;
 }
 
@@ -68,8 +86,8 @@ void Args::finish() const {
   for (const auto& [key, value] : values_) {
     if (known_.count(key)) continue;
     std::string list;
-    for (const auto& k : known_) list += " --" + k;
-    ACC_FAIL("unknown option --", key, " (known:", list, ")");
+    for (const auto& [_, spelled] : known_) list += " --" + spelled;
+    ACC_FAIL("unknown option --", typed_.at(key), " (known:", list, ")");
   }
 }
 

@@ -1,12 +1,12 @@
 #pragma once
-// Command-line options of the example programs: "--key value", "--key=value" and "--flag".
-// Each option is read by the getters; finish() then rejects anything that was not read, naming
-// it and the options the program knows, so a typo never silently runs with a default.
+// Command-line options of the example programs: "--key value", "--key=value" and "--flag";
+// '-' and '_' in a name are the same ("--val-every" is "--val_every"). Each option is read by
+// the getters; finish() then rejects anything that was not read, naming it and the options the
+// program knows, so a typo never silently runs with a default.
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -22,12 +22,14 @@ class Args {
   bool flag(const std::string& key);  // present without a value
   // An option whose value may be left out: nullopt when absent, "" when given bare.
   std::optional<std::string> get_optional(const std::string& key);
-  bool has(const std::string& key) const { return values_.count(key) > 0; }
+  bool has(const std::string& key) const;
   void finish() const;
 
  private:
-  std::map<std::string, std::string> values_;  // flags map to ""
-  std::set<std::string> known_;
+  const std::string* value(const std::string& key);  // null when absent; marks the key known
+  // By canonical name: the values (flags map to ""), the names as typed, the names the
+  // program reads, as it spells them.
+  std::map<std::string, std::string> values_, typed_, known_;
 };
 
 // Runs a program's body; an exception becomes one "<program>: error: <what>" line on stderr

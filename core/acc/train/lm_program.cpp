@@ -50,7 +50,7 @@ options:
   --clip X             gradient-norm clipping [1.0]
   --bf16               bf16 compute (mixed_precision: bf16): parameters gathered in bf16,
                        f32 master weights
-  --val-every N        validation loss every N steps [100]
+  --val-every N        validation loss every N steps (0: only after the last) [100]
   --val-batches N      batches per validation; 0 = all of val.bin [0]
   --init-from FILE     start from a .safetensors file (Hugging Face names and layout)
   --save FILE          write the trained weights as .safetensors at the end
@@ -111,8 +111,8 @@ Options parse(int argc, char** argv, const std::string& program) {
   o.seed = static_cast<uint64_t>(args.get_int("seed", 0));
   o.threads = args.get_int("threads", 0);
   args.finish();
-  ACC_CHECK(o.steps > 0 && o.batch > 0 && o.seq > 0 && o.val_every > 0,
-            "--steps, --batch, --seq and --val-every must be positive");
+  ACC_CHECK(o.steps > 0 && o.batch > 0 && o.seq > 0, "--steps, --batch and --seq must be positive");
+  ACC_CHECK(o.val_every >= 0, "--val-every must be >= 0 (0: only after the last step)");
   ACC_CHECK(o.save_every >= 0 && o.save_total_limit >= 0,
             "--save_every and --save_total_limit must be >= 0 (0: never / keep all)");
   ACC_CHECK(o.val_batches >= 0, "--val-batches must be >= 0 (0 = all of val.bin)");
@@ -262,11 +262,16 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     bar.emplace(o.steps, "train");
     metrics.emplace(o.run_dir, at.step);
   }
-  if (bar && at.step > 0) bar->update(at.step);
+  if (bar && at.step > 0) bar->resume_at(at.step);
   loader.set_epoch(at.epoch);
   auto it = loader.begin_at(at.batch);
   double last_loss = NAN, val = NAN;
   const int64_t first_step = at.step;
+  if (first_step >= o.steps) {  // a resume of a finished run: nothing to train, the model still evaluated
+    say("the checkpoint is at step " + std::to_string(first_step) + " of --steps " + std::to_string(o.steps) +
+        ": nothing to train (raise --steps to train on)");
+    val = validation_loss(*sharded, val_loader, o.val_batches);
+  }
   for (int64_t step = first_step; step < o.steps; ++step) {
     if (it == loader.end()) {
       loader.set_epoch(++at.epoch);
@@ -304,7 +309,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
     }
     MetricsRow row{at.step, last_loss, std::nullopt, lr, norm, meter.tokens_per_second(), meter.mfu(),
                    static_cast<double>(memory::report().total.peak) / (1 << 20)};
-    if ((step + 1) % o.val_every == 0 || step + 1 == o.steps) {
+    if ((o.val_every > 0 && (step + 1) % o.val_every == 0) || step + 1 == o.steps) {
       val = validation_loss(*sharded, val_loader, o.val_batches);
       row.val_loss = val;
       if (bar)
@@ -326,8 +331,11 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   if (const auto dir = checkpoint::finish_saves()) say("saved " + dir->string());
   // Each figure says what it covers: the training steps alone, then the whole run.
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) +
-      describe_val_loss(val, unigram_val) + "; " +
+  if (first_step >= o.steps)
+    say("final: " + describe_val_loss(val, unigram_val) + "; no training steps; " + format("%.1f s in all", wall));
+  else
+    say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) + describe_val_loss(val, unigram_val) +
+        "; " +
       format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s over ", meter.tokens_per_second(), 100 * meter.mfu(), peak) +
       format("%.0f training steps (not the first, evaluation or saves); %.1f s in all", double(meter.steps()), wall));
   if (tier_io.active()) say("rank 0: " + tier_io.summary());

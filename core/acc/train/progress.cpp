@@ -43,7 +43,7 @@ ProgressBar::~ProgressBar() { close(); }
 std::string ProgressBar::render() const {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double rate = elapsed > 0 ? static_cast<double>(count_) / elapsed : 0.0;
+  const double rate = elapsed > 0 ? static_cast<double>(count_ - initial_) / elapsed : 0.0;
   std::string line = description_.empty() ? "" : description_ + " ";
   char buf[96];
   if (total_ > 0) {
@@ -83,6 +83,12 @@ void ProgressBar::update(int64_t n) {
     std::fprintf(stream_, "%s\n", render().c_str());
     std::fflush(stream_);
   }
+}
+
+void ProgressBar::resume_at(int64_t done) {
+  count_ = initial_ = done;
+  start_ = std::chrono::steady_clock::now();
+  if (tty_) draw();
 }
 
 void ProgressBar::write(const std::string& line) {

@@ -21,6 +21,9 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   void update(int64_t n = 1);
+  // Starts the count at `done` (the steps a resumed run took before): shown, but not counted in
+  // the rate or the time left.
+  void resume_at(int64_t done);
   // Shown after the rate, e.g. "loss=3.2101 lr=3.0e-04"; drawn at the next update.
   void set_postfix(std::string postfix) { postfix_ = std::move(postfix); }
   // Prints a line above the bar (a validation result) without breaking it.
@@ -35,7 +38,7 @@ class ProgressBar {
  private:
   void draw();
 
-  int64_t total_, count_ = 0, log_every_;
+  int64_t total_, count_ = 0, initial_ = 0, log_every_;
   std::string description_, postfix_;
   std::FILE* stream_;
   bool tty_, closed_ = false;

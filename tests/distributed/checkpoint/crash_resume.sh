@@ -37,6 +37,15 @@ if command -v gnuplot >/dev/null; then
   "$accelerate" plot run
   [ -s run/loss.png ] && [ -s run/throughput.png ] || { echo "FAIL: accelerate plot drew nothing"; exit 1; }
 fi
+# Resumed once more, the finished run has nothing to train: it says so and reports the model's
+# validation loss (the uninterrupted run's), not NaN.
+if [ -z "$option" ]; then
+  again=$(run --checkpoint_dir ckpt --resume auto --run_dir again) || { echo "$again"; exit 1; }
+  echo "$again" | grep -q "at step 6 of --steps 6: nothing to train" || { echo "$again"; echo "FAIL: no word"; exit 1; }
+  val() { echo "$1" | grep "final:" | grep -o "val loss [0-9.]*"; }
+  [ "$(val "$again")" = "$(val "$straight")" ] && ! echo "$again" | grep -q "nan" ||
+    { echo "$again"; echo "FAIL: the finished run's resume reports '$(val "$again")'"; exit 1; }
+fi
 # The finished run's checkpoint consolidates into one Hugging Face file.
 "$accelerate" merge-weights ckpt/step_000006 merged.safetensors --dtype bf16
 [ -s merged.safetensors ] || { echo "FAIL: merge-weights wrote nothing"; exit 1; }
