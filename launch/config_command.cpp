@@ -10,6 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "acc/accelerate/accelerate.h"
 #include "acc/io/atomic_file.h"
 #include "acc/kernels/matmul.h"
 #include "acc/util/error.h"
@@ -276,8 +277,12 @@ ConfigCheck check_config(const std::string& path) {
     const Config c = Config::parse_file(path);  // not from_file: it would log the notes too
     for (const auto& w : c.warnings) check.notes.push_back(path + ": warning: " + w);
     if (!c.not_applicable_keys.empty()) check.notes.push_back(path + ": " + c.not_applicable_note());
-    c.validate();
-  } catch (const Error& e) {
+    try {
+      check_launchable(c);
+    } catch (const Error& e) {  // the file read well, its values do not go together
+      check.problems.push_back(path + ": " + e.what());
+    }
+  } catch (const Error& e) {  // parse_file's errors name the file
     check.problems.push_back(e.what());
   }
   return check;

@@ -114,9 +114,12 @@ Options parse(const std::vector<std::string>& args) {
 }
 
 // The options the rows are estimated with: --config_file's as the training programs run them,
-// plus what the flags ask.
+// the other strategies' rows as the programs would run those had the file named them (FSDP's
+// wrap the blocks under a PIPELINE config), plus what the flags ask.
 Config estimated_config(const Options& o) {
   Config config = train::with_program_defaults(o.config);
+  for (const auto& section : all_option_sections())
+    if (section->program_defaults && !o.config.strategy_reads(section->name)) section->program_defaults(config);
   if (o.checkpointing) config.set("fsdp_config.fsdp_activation_checkpointing", "true");
   if (!o.offload_dir.empty()) {
     config.dist.fsdp.offload_dir = o.offload_dir;  // as given: not read as YAML
@@ -183,7 +186,12 @@ int run_estimate_memory(const std::vector<std::string>& args) {
     if (disk) cells.push_back(estimate::format_bytes(e.on_disk));
     std::cout << row(name, width, cells);
   };
-  for (const auto& e : rows) print(e.plan, e.memory);
+  for (const auto& e : rows) {
+    if (e.refused.empty())
+      print(e.plan, e.memory);
+    else  // the strategy would stop on this config: why, instead of numbers
+      std::cout << row(e.plan, width, {}) << "  refused: " << e.refused << "\n";
+  }
   const int64_t limit = o.memory_limit > 0 ? o.memory_limit : auto_memory_limit(config, w.ranks_per_node);
   const auto choice = choose_auto(rows, limit);
   std::cout << "\nAUTO (limit " << estimate::format_bytes(limit) << " per rank): "

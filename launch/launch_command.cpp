@@ -20,6 +20,7 @@
 #include <iostream>
 #include <thread>
 
+#include "acc/accelerate/accelerate.h"
 #include "acc/runtime/preemption.h"
 #include "acc/util/error.h"
 #include "acc/util/log.h"
@@ -274,9 +275,17 @@ ResolvedLaunch resolve_launch(const LaunchOptions& o) {
     r.config.dist.distributed_type = DistributedType::FSDP;
     r.source += " (FSDP: an fsdp key was given)";
   }
+  // A strategy's key given for a config that runs another strategy changes nothing: say so.
+  for (const auto& [key, value] : o.overrides) {
+    const auto dot = key.find('.');
+    for (const auto& section : all_option_sections())
+      if ((dot == std::string::npos ? section->find(key) != nullptr : key.substr(0, dot) == section->name) &&
+          !r.config.strategy_reads(section->name))
+        log::warn("--{}: {}", key, r.config.unread_section_warning(section->name, key));
+  }
   if (o.num_processes > 0) r.config.dist.num_processes = o.num_processes;
   r.num_processes = r.config.dist.num_processes;
-  r.config.validate();
+  check_launchable(r.config);
   resolve_hosts(o, r);
   return r;
 }

@@ -15,27 +15,18 @@ namespace acc::pipeline {
 std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                            const Config& config) {
   if (!shape.deferred_model || shape.family == estimate::Family::other) return {};
-  const PipelineOptions o = read_options(config);
-  const int T = o.tensor_parallel;
-  if (T < 1 || w.world % T != 0) return {};
-  const int stages = o.stages == 0 ? w.world / T : o.stages;
-  const int chunks = o.stages_per_rank, virtual_stages = stages * chunks;
-  // A plan the strategy would refuse gets no row (AUTO asks every strategy about every config).
-  if (stages < 1 || (w.world / T) % stages != 0 || virtual_stages > shape.layers) return {};
-  if ((o.schedule == Schedule::interleaved_1f1b) != (chunks > 1) || (chunks > 1 && stages == 1)) return {};
-  const int replicas = w.world / (stages * T);
-  const int64_t rows = w.batch / replicas;
-  if (rows % o.microbatches != 0 || (chunks > 1 && o.microbatches % stages != 0)) return {};
   const auto model = shape.deferred_model();
   auto* lm = dynamic_cast<models::CausalLM*>(model.get());
   if (!lm) return {};
+  // The strategy's own checks, with its errors.
+  const PipelineOptions o = read_options(config);
+  const StageGrid grid = checked_grid(o, w.world);
+  const int T = grid.tensor_parallel, stages = grid.stages, replicas = grid.replicas;
+  const int chunks = o.stages_per_rank, virtual_stages = stages * chunks;
+  const int64_t rows = w.batch / replicas;
+  check_microbatches(rows, o.microbatches, replicas);
   const ChainParameters parameters = chain_parameters(*lm);
-  StagePlan plan;
-  try {
-    plan = plan_model_stages(parameters, virtual_stages, o.split_points);
-  } catch (const Error&) {
-    return {};  // split points that do not fit this model: the strategy says why when it runs
-  }
+  const StagePlan plan = plan_model_stages(parameters, virtual_stages, o.split_points);
   const auto held_by = rank_holders(holders(parameters.chain, plan, parameters.sizes), stages);
   const bool tied_across_stages = std::ranges::any_of(held_by, [](const auto& h) { return h.second.size() > 1; });
   // Tensor parallelism: a rank holds 1/T of each split parameter and computes its heads, its
@@ -143,14 +134,19 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
 
 namespace {
 
-// The row of the stage that needs the most under `config`'s pipeline_config; none when the
-// strategy would refuse the plan.
+// The row of the stage that needs the most under `config`'s pipeline_config; refused, with the
+// strategy's error, when it would refuse the plan; none when the model declares no chain.
 std::optional<StrategyEstimate> worst_stage_row(const estimate::ModelShape& shape, const estimate::Workload& w,
                                                 const Config& config) {
-  const auto stages = stage_memory(shape, w, config);
+  const PipelineOptions o = read_options(config);
+  std::vector<estimate::Memory> stages;
+  try {
+    stages = stage_memory(shape, w, config);
+  } catch (const Error& e) {
+    return StrategyEstimate{.plan = "PIPELINE " + to_string(o.schedule), .refused = e.what()};
+  }
   if (stages.empty()) return std::nullopt;
   const auto worst = std::ranges::max_element(stages, {}, &estimate::Memory::total);
-  const PipelineOptions o = read_options(config);
   const int T = o.tensor_parallel, replicas = w.world / (static_cast<int>(stages.size()) * T);
   const std::string grid = std::to_string(stages.size()) + " stages" +
                            (o.stages_per_rank > 1 ? " of " + std::to_string(o.stages_per_rank) + " chunks" : "") +
@@ -189,7 +185,7 @@ std::optional<StrategyEstimate> auto_row(const estimate::ModelShape& shape, cons
   for (const auto& [key, value] : settings)
     if (key != "strategy") config.set(key, value);
   auto row = worst_stage_row(shape, w, config);
-  if (!row) return std::nullopt;
+  if (!row || !row->refused.empty()) return std::nullopt;
   row->plan += ", a stage per node";
   row->auto_order = 150;
   row->settings = settings;

@@ -10,7 +10,7 @@
 namespace acc::pipeline {
 
 // Per rank of each pipeline rank's stages (its chunks when interleaved), in pipeline order;
-// empty when the strategy would refuse the plan (or the model declares no chain).
+// empty when the model declares no chain. A plan the strategy would refuse throws its error.
 std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                            const Config& config);
 // The stage that needs the most under the config's pipeline_config (a row AUTO never picks),

@@ -52,9 +52,7 @@ models::CausalLM& causal_lm(models::Model& model) {
 }
 
 // Tags of the messages into virtual stage `stage` for a microbatch: its activation, and its
-// gradient coming back; an evaluation forward's activations above every training message's
-// (MPI promises tags up to 32767).
-constexpr int kEvaluationTag = 30000;
+// gradient coming back (below kEvaluationTag).
 int activation_tag(int stage, int microbatches, int microbatch) { return 2 * (stage * microbatches + microbatch); }
 int gradient_tag(int stage, int microbatches, int microbatch) {
   return activation_tag(stage, microbatches, microbatch) + 1;
@@ -75,7 +73,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
       lm_(causal_lm(module())),
       world_(std::move(world)),
       options_(std::move(options)),
-      grid_(stage_grid(options_.stages, options_.tensor_parallel, world_->size(), world_->rank())),
+      grid_(checked_grid(options_, world_->size(), world_->rank())),
       // One pipeline per replica and tensor-parallel rank: the ranks with its coordinates.
       pipe_(world_->size() == grid_.stages
                 ? world_
@@ -90,15 +88,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   }
   const auto all = module().named_parameters();
   const ChainParameters parameters = chain_parameters(lm_);
-  const int chunks = options_.stages_per_rank;
-  ACC_CHECK(chunks == 1 || grid_.stages > 1, "pipeline_config.stages_per_rank: ", chunks, " chunks on a pipeline "
-            "of one rank would only send to itself; interleaving needs 2 or more stages");
-  plan_ = plan_model_stages(parameters, grid_.stages * chunks, options_.split_points);
-  stage_actions(options_.schedule, stage(), grid_.stages, options_.microbatches, chunks);  // its errors now, not at
-                                                                                          // the first step
-  ACC_CHECK(2 * plan_.stages() * options_.microbatches <= kEvaluationTag, "pipeline_config.microbatches: ",
-            options_.microbatches, " microbatches through ", plan_.stages(), " stages are more messages per step than ",
-            "the tags can tell apart; use at most ", kEvaluationTag / (2 * plan_.stages()));
+  plan_ = plan_model_stages(parameters, grid_.stages * options_.stages_per_rank, options_.split_points);
   const auto held_by = rank_holders(holders(parameters.chain, plan_, parameters.sizes), grid_.stages);
   autograd::NoGradGuard no_grad;
   memory::CategoryScope category(memory::Category::parameters);
@@ -321,8 +311,7 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
   step_loss_ = 0;
   const Tensor& labels = batch["labels"];
   const int64_t rows = labels.size(0), m = options_.microbatches;
-  ACC_CHECK(rows % m == 0, "pipeline_config.microbatches: ", m, " microbatches do not divide the batch of ", rows,
-            " rows; use a batch size that is a multiple of ", m, " or a number of microbatches that divides ", rows);
+  check_microbatches(rows, static_cast<int>(m), grid_.replicas);
   const double total = static_cast<double>(std::max<int64_t>(1, counted_labels(labels)));
   std::vector<Microbatch> micro(static_cast<size_t>(m));
   for (int64_t j = 0; j < m; ++j) {

@@ -1,5 +1,7 @@
 #include "pipeline_options.h"
 
+#include "acc/util/error.h"
+
 namespace acc::pipeline {
 
 OptionSection option_section() {
@@ -57,6 +59,28 @@ PipelineOptions read_options(const Config& config) {
           .split_points = v.texts("split_points"),
           .activation_checkpointing = v.boolean("activation_checkpointing"),
           .bf16 = config.compute.bf16};
+}
+
+StageGrid checked_grid(const PipelineOptions& o, int processes, int rank) {
+  const StageGrid grid = stage_grid(o.stages, o.tensor_parallel, processes, rank);
+  const int chunks = o.stages_per_rank;
+  ACC_CHECK(chunks == 1 || grid.stages > 1, "pipeline_config.stages_per_rank: ", chunks, " chunks on a pipeline "
+            "of one rank would only send to itself; interleaving needs 2 or more stages");
+  stage_actions(o.schedule, grid.stage, grid.stages, o.microbatches, chunks);  // the schedule's own errors
+  const int virtual_stages = grid.stages * chunks;
+  ACC_CHECK(2 * virtual_stages * o.microbatches <= kEvaluationTag, "pipeline_config.microbatches: ", o.microbatches,
+            " microbatches through ", virtual_stages, " stages are more messages per step than the tags can tell "
+            "apart; use at most ", kEvaluationTag / (2 * virtual_stages));
+  return grid;
+}
+
+void check_microbatches(int64_t rows, int microbatches, int replicas) {
+  // Each replica cuts its own share of the global batch.
+  ACC_CHECK(rows % microbatches == 0, "pipeline_config.microbatches: ", microbatches,
+            " microbatches do not divide the batch of ", rows, " rows",
+            replicas > 1 ? " each of the " + std::to_string(replicas) + " pipeline replicas gets" : "", "; use a ",
+            replicas > 1 ? "global " : "", "batch size that is a multiple of ", int64_t{microbatches} * replicas,
+            " or a number of microbatches that divides ", rows);
 }
 
 }  // namespace acc::pipeline

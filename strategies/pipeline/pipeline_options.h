@@ -7,6 +7,7 @@
 #include "acc/config/config.h"
 #include "acc/config/option_section.h"
 #include "schedule.h"
+#include "stages.h"
 
 namespace acc::pipeline {
 
@@ -26,5 +27,14 @@ struct PipelineOptions {
   bool bf16 = false;  // config.compute.bf16
 };
 PipelineOptions read_options(const Config& config);
+
+// The grid a job of `processes` ranks runs `o` on, as its rank `rank` sees it, checked as the
+// strategy checks it when it starts: the stages and tensor-parallel ranks divide the processes,
+// stages_per_rank and the schedule agree, the schedule takes the microbatches, a step's messages
+// fit their tags. `accelerate config validate` and launch call it with num_processes, so that they
+// refuse what the ranks would. Errors name the pipeline_config key.
+StageGrid checked_grid(const PipelineOptions& o, int processes, int rank = 0);
+// The microbatches must divide the `rows` each of `replicas` pipeline replicas gets of a batch.
+void check_microbatches(int64_t rows, int microbatches, int replicas);
 
 }  // namespace acc::pipeline

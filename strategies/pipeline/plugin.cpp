@@ -21,6 +21,7 @@ class PipelineStrategy : public Strategy {
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override {
     return std::make_shared<PipelineModel>(std::move(model), world(), read_options(config()));
   }
+  void check_job(const Config& config, int processes) const override { checked_grid(read_options(config), processes); }
   // Each rank gives its own stage's deferred parameters their values (pipeline_model.cpp).
   bool initialises_deferred_parameters() const override { return true; }
   // The stage that needs the most memory; over several machines also AUTO's candidate, a stage

@@ -30,6 +30,9 @@
 namespace acc::pipeline {
 
 enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b, zero_bubble };
+// A step's messages are tagged below this (two per microbatch and virtual stage); an evaluation
+// forward's above it (MPI promises tags up to 32767).
+inline constexpr int kEvaluationTag = 30000;
 // Each schedule by the name pipeline_config.schedule gives it.
 inline constexpr std::array<std::pair<Schedule, std::string_view>, 4> kScheduleNames{{
     {Schedule::gpipe, "GPipe"},

@@ -65,6 +65,7 @@ OptionSection option_section() {
                    .suggest = parallel::offer("\"\"")},
                   &SpmdConfig::sharding_rules),
           },
+      .also_reads = {"fsdp_config"},  // its units, checkpointing and offload are FSDP's
       .check_config = check,
       .strategy_of = [](const Config& c) -> std::optional<std::string> {
         if (c.dist.distributed_type == DistributedType::SPMD) return "SPMD";

@@ -47,10 +47,11 @@ std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
 
 }  // namespace
 
-void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
-                         const Config& config) {
-  Strategy::setup(world, topology, config);
-  const SpmdConfig& spmd = config.dist.spmd;
+namespace {
+
+// The engine's names of spmd_config.axis_names (torchprime's `tensor` is `model`), checked: known
+// axes, the tensor-parallel one once, an fsdp one.
+std::vector<std::string> engine_axes(const SpmdConfig& spmd, int processes) {
   std::vector<std::string> axes = spmd.axis_names;
   for (auto& axis : axes) {
     ACC_CHECK(axis == parallel::kFsdpAxis || axis == parallel::kModelAxis || axis == parallel::kTensorAxisAlias, "spmd_config.axis_names: '", axis,
@@ -62,9 +63,24 @@ void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::
             "spmd_config.axis_names: `model` and `tensor` are two names of the tensor-parallel axis; name it once");
   ACC_CHECK(std::find(axes.begin(), axes.end(), parallel::kFsdpAxis) != axes.end(),
             "spmd_config.axis_names: the mesh has no `fsdp` axis; SPMD splits batches and shards "
-            "parameters over it (plain FSDPv2 is mesh_shape [", world->size(),
+            "parameters over it (plain FSDPv2 is mesh_shape [", processes,
             ", 1] with axis_names [fsdp, model])");
-  mesh_ = std::make_shared<Mesh>(world, spmd.mesh_shape, axes);
+  return axes;
+}
+
+}  // namespace
+
+void SpmdStrategy::check_job(const Config& config, int processes) const {
+  const SpmdConfig& spmd = config.dist.spmd;
+  Mesh::check(spmd.mesh_shape, engine_axes(spmd, processes), processes,
+              "num_processes is " + std::to_string(processes));
+  if (!spmd.sharding_rules.empty()) ShardingRules::from_file(spmd.sharding_rules);  // its errors now
+}
+
+void SpmdStrategy::setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
+                         const Config& config) {
+  Strategy::setup(world, topology, config);
+  mesh_ = std::make_shared<Mesh>(world, config.dist.spmd.mesh_shape, engine_axes(config.dist.spmd, world->size()));
   self_group_ = dist::self_group(*world);
 }
 

@@ -21,6 +21,7 @@ namespace acc::spmd {
 class SpmdStrategy final : public Strategy {
  public:
   std::string name() const override { return "SPMD"; }
+  void check_job(const Config& config, int processes) const override;
   void setup(std::shared_ptr<dist::ProcessGroup> world, const dist::Topology& topology,
              const Config& config) override;
   std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) override;

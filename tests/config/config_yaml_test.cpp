@@ -169,6 +169,31 @@ spmd_config:
   EXPECT_TRUE(c.warnings.empty());
 }
 
+// Keys of a section the strategy does not read change nothing: a warning says so. SPMD reads
+// fsdp_config too; AUTO may choose any strategy.
+TEST(ConfigYaml, WarnsOfSectionsTheStrategyDoesNotRead) {
+  const Config pipeline = Config::from_yaml("strategy: PIPELINE\nfsdp_config:\n  fsdp_state_dict_type: FULL_STATE_DICT\n"
+                                            "pipeline_config:\n  microbatches: 2\n");
+  ASSERT_EQ(pipeline.warnings.size(), 1u);
+  EXPECT_EQ(pipeline.warnings[0], "fsdp_config (fsdp_state_dict_type) is not read by PIPELINE, the strategy this config "
+                                  "runs (it reads pipeline_config): those keys change nothing");
+  const Config fsdp = Config::from_yaml("distributed_type: FSDP\npipeline_config:\n  microbatches: 2\n");
+  ASSERT_EQ(fsdp.warnings.size(), 1u);
+  EXPECT_NE(fsdp.warnings[0].find("pipeline_config (microbatches) is not read by FULL_SHARD"), std::string::npos);
+  EXPECT_TRUE(Config::from_yaml("distributed_type: SPMD\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"
+                                "spmd_config:\n  mesh_shape: [2, 1]\n  axis_names: [fsdp, model]\n")
+                  .warnings.empty());
+  EXPECT_TRUE(Config::from_yaml("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: AUTO\n"
+                                "pipeline_config:\n  microbatches: 2\n")
+                  .warnings.empty());
+}
+
+TEST(ConfigYaml, APluginsStrategyAsDistributedTypeSaysWhereItGoes) {
+  EXPECT_ACC_ERROR(Config::from_yaml("distributed_type: PIPELINE\n"),
+                   {"distributed_type: bad value 'PIPELINE'", "PIPELINE is a plugin's strategy: give it as "
+                                                              "`strategy: PIPELINE`"});
+}
+
 TEST(ConfigYaml, AutoStrategyAndMemoryLimitInAnyUnit) {
   auto limit_of = [](const std::string& size) {
     return Config::from_yaml("fsdp_config:\n  fsdp_memory_limit: " + size + "\n").dist.fsdp.memory_limit;
@@ -321,8 +346,14 @@ TEST(ConfigYaml, RoundTripsThroughToYaml) {
   EXPECT_EQ(Config::from_yaml(everything.to_yaml()), everything) << everything.to_yaml();
   EXPECT_EQ(Config::from_yaml(Config{}.to_yaml()), Config{}) << Config{}.to_yaml();
   Config spmd_rules_only;  // spmd_config is written when any one of its fields is set
+  spmd_rules_only.dist.distributed_type = DistributedType::SPMD;
   spmd_rules_only.dist.spmd.sharding_rules = "rules.yaml";
   EXPECT_EQ(Config::from_yaml(spmd_rules_only.to_yaml()), spmd_rules_only);
+  Config pipeline;  // a section its strategy does not read is not written
+  pipeline.dist.strategy = "PIPELINE";
+  pipeline.dist.spmd.sharding_rules = "rules.yaml";
+  EXPECT_EQ(pipeline.to_yaml().find("spmd_config"), std::string::npos) << pipeline.to_yaml();
+  EXPECT_EQ(pipeline.to_yaml().find("fsdp_config"), std::string::npos) << pipeline.to_yaml();
   Config from_accelerate = Config::from_yaml(kAccelerateFsdpFile);
   from_accelerate.not_applicable_keys.clear();  // to_yaml writes only the keys acc acts on
   EXPECT_EQ(Config::from_yaml(from_accelerate.to_yaml()), from_accelerate);

@@ -6,6 +6,12 @@
 
 namespace acc {
 
+void check_launchable(const Config& config) {
+  config.validate();
+  const std::string name = config.strategy_name();
+  if (name != kAutoStrategy) plugin::Registry::global().make_strategy(name)->check_job(config, config.dist.num_processes);
+}
+
 std::unique_ptr<Strategy> make_strategy(const Config& config) {
   config.validate();
   const std::string name = config.strategy_name();

@@ -36,6 +36,13 @@ std::shared_ptr<M> make_model(const Config& config, Args&&... args) {
   return std::make_shared<M>(std::forward<Args>(args)...);
 }
 
+// Config::validate(), then what the strategy the config runs would refuse on a job of its
+// num_processes ranks (Strategy::check_job): a name no plugin registers, a mesh of another
+// size, pipeline stages that do not divide the processes. `accelerate config validate` and
+// `accelerate launch` call it, so that a config every rank would stop on stops before any rank
+// starts. AUTO's choice is checked when it is made, on the ranks.
+void check_launchable(const Config& config);
+
 // The strategy the config names, set up on the world group (for callers that wrap models
 // themselves, e.g. tests and benchmarks that compare strategies).
 std::unique_ptr<Strategy> make_strategy(const Config& config);

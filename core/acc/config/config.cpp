@@ -116,6 +116,20 @@ std::shared_ptr<const OptionSection> Config::strategy_section() const {
   return nullptr;
 }
 
+bool Config::strategy_reads(const std::string& name) const {
+  if (asks_for_auto()) return true;
+  const auto running = strategy_section();
+  // A strategy without a section (a plugin's that declares none) may read any.
+  return !running || running->name == name ||
+         std::ranges::find(running->also_reads, name) != running->also_reads.end();
+}
+
+std::string Config::unread_section_warning(const std::string& name, const std::string& keys) const {
+  const auto running = strategy_section();
+  return name + " (" + keys + ") is not read by " + strategy_name() + ", the strategy this config runs" +
+         (running ? " (it reads " + running->name + ")" : "") + ": those keys change nothing";
+}
+
 std::string Config::strategy_name() const {
   if (!dist.strategy.empty()) return dist.strategy;
   std::vector<std::string> looked;

@@ -224,7 +224,8 @@ struct Config {
   // "fsdp_config.fsdp_sharding_strategy"; a plugin's "diloco_config.inner_steps" or "inner_steps").
   // An unknown key or a bad value is an error naming it and what is allowed.
   void set(const std::string& key, const std::string& value);
-  // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config.
+  // The same layout from_file reads: from_yaml(to_yaml()) gives an equal Config. A typed
+  // section the strategy does not read (strategy_reads) is left out.
   std::string to_yaml() const;
   // Throws acc::Error naming the field and what is allowed: the generic keys' checks, then
   // every section's own (the FSDP plugin's: fsdp.size < 0, SIZE_BASED_WRAP without a size; the
@@ -244,6 +245,13 @@ struct Config {
   // is empty or AUTO); null when none does (a strategy without a section, no plugin found).
   // What core asks instead of reading a strategy's keys.
   std::shared_ptr<const OptionSection> strategy_section() const;
+  // Whether the strategy the config runs reads the section `name` (its own, or one it names in
+  // OptionSection::also_reads); always under AUTO, which may choose any strategy, and for a
+  // strategy without a section of its own.
+  bool strategy_reads(const std::string& name) const;
+  // The warning for keys of a section the strategy does not read (fsdp_config under PIPELINE):
+  // they change nothing, which the user should hear.
+  std::string unread_section_warning(const std::string& name, const std::string& keys) const;
   // "keys of Hugging Face accelerate that do not apply to acc, accepted: debug, gpu_ids".
   std::string not_applicable_note() const;
 

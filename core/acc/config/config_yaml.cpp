@@ -168,7 +168,19 @@ Section top_keys(Config& c) {
            c.warnings.push_back("config key '" + key + "' = '" + env +
                                 "' is not used by acc (ignored; acc runs on the local machine)");
        }},
-      {"distributed_type", enum_key(c.dist.distributed_type, parse_distributed_type)},
+      {"distributed_type",
+       [&c](const YAML::Node& v, const std::string& key) {
+         try {
+           enum_key(c.dist.distributed_type, parse_distributed_type)(v, key);
+         } catch (const Error& e) {  // a plugin's strategy given where a family goes: say where it goes
+           const std::string value = v.IsScalar() ? v.Scalar() : "";
+           for (const auto& section : all_option_sections())
+             if (std::ranges::find(section->strategies, util::upper(value)) != section->strategies.end())
+               ACC_FAIL(e.what(), "; ", util::upper(value), " is a plugin's strategy: give it as `strategy: ",
+                        util::upper(value), "`");
+           throw;
+         }
+       }},
       {"mixed_precision", named_bool_key(c.compute.bf16, kMixedPrecision)},
       {"num_processes", int_key(c.dist.num_processes, 1)},
       {"num_machines", int_key(c.dist.num_machines, 1)},
@@ -188,6 +200,13 @@ Config parse(const YAML::Node& root) {
   if (root.IsNull()) return c;  // an empty file: the defaults
   ACC_CHECK(root.IsMap(), "expected a mapping of config keys, got '", shown(root), "'");
   read_top_level(root, top_keys(c), c);
+  for (const auto& section : all_option_sections()) {
+    const YAML::Node node = root[section->name];
+    if (!node.IsDefined() || !node.IsMap() || node.size() == 0 || c.strategy_reads(section->name)) continue;
+    std::vector<std::string> keys;
+    for (const auto& item : node) keys.push_back(item.first.as<std::string>());
+    c.warnings.push_back(c.unread_section_warning(section->name, util::join(keys)));
+  }
   return c;
 }
 
@@ -280,8 +299,9 @@ std::string Config::to_yaml() const {
   put(out, "num_machines", dist.num_machines);
   if (dist.machine_rank != 0) put(out, "machine_rank", dist.machine_rank);
   if (!dist.strategy.empty()) put(out, "strategy", dist.strategy);
+  // A typed section the strategy does not read (fsdp_config under PIPELINE) would only be noise.
   for (const auto& section : all_option_sections())
-    if (section->in_config_fields()) put_field_section(out, *section, *this);
+    if (section->in_config_fields() && strategy_reads(section->name)) put_field_section(out, *section, *this);
   for (const auto& [name, values] : sections) put_plugin_section(out, name, values);
   out << YAML::EndMap;
   ACC_CHECK(out.good(), "Config::to_yaml: ", out.GetLastError());

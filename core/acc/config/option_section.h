@@ -79,6 +79,9 @@ struct OptionSection {
   // `accelerate config` offers and then asks this section's questions for.
   std::string distributed_type{};
   std::vector<OptionSpec> options{};
+  // Other sections the strategies of this one read too (SPMD: fsdp_config, for its units,
+  // checkpointing and offload); keys of any other section are warned about as changing nothing.
+  std::vector<std::string> also_reads{};
   // Checks across keys, after each key was checked alone; throws acc::Error naming the keys.
   std::function<void(const OptionValues&)> check{};
   // The same for a section in typed fields (every key has store and load): Config::validate.

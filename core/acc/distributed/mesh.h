@@ -16,6 +16,10 @@ class Mesh {
   // A collective over `group`: the product of `shape` must be its size, and names must be
   // unique and one per dimension.
   Mesh(std::shared_ptr<dist::ProcessGroup> group, std::vector<int> shape, std::vector<std::string> axis_names);
+  // The constructor's checks of a mesh over `ranks` ranks, without a group (for a config checked
+  // before any rank starts); a wrong size's error ends with `holder`: "num_processes is 2".
+  static void check(const std::vector<int>& shape, const std::vector<std::string>& axis_names, int ranks,
+                    const std::string& holder);
 
   const std::vector<int>& shape() const { return shape_; }
   const std::vector<std::string>& axis_names() const { return names_; }

@@ -30,6 +30,9 @@ struct StrategyEstimate {
   // PIPELINE's stage per node over several machines 150.
   // Empty: AUTO never chooses it (a strategy that does not train as one process would).
   std::optional<int> auto_order{};
+  // Not empty: the strategy would refuse this plan, and this says why (the error its ranks
+  // would stop with); `memory` is not estimated and AUTO never chooses the row.
+  std::string refused{};
   // The config keys AUTO sets when it chooses this row, as Config::set takes them
   // ({"fsdp_config.fsdp_sharding_strategy", "SHARD_GRAD_OP"}).
   std::vector<std::pair<std::string, std::string>> settings{};
@@ -48,6 +51,11 @@ class Strategy {
     topology_ = topology;
     config_ = config;
   }
+  // Throws the error setup() would on a world of `processes` ranks with `config` (a mesh that
+  // holds another number of ranks, stages that do not divide them), so that `accelerate config
+  // validate` and `accelerate launch` refuse before any rank starts what every rank would.
+  // Called on a strategy that was not set up; setup() makes the same checks.
+  virtual void check_job(const Config& /*config*/, int /*processes*/) const {}
   // Takes over the model: from now on its parameters belong to the returned ShardedModel.
   virtual std::shared_ptr<ShardedModel> wrap(std::shared_ptr<models::Model> model) = 0;
   // True when wrap() gives deferred parameters (nn::DeferredInit) their values itself, each rank

@@ -106,6 +106,42 @@ TEST(ConfigCommand, ValidateListsEveryProblem) {
   std::filesystem::remove_all(dir);
 }
 
+// What every rank would stop on is refused before any starts: a strategy no plugin registers, a
+// mesh or pipeline stages that do not fit num_processes, a rules file that is not there. The
+// shipped configs pass.
+TEST(ConfigCommand, ValidateRefusesWhatTheRanksWould) {
+  const auto dir = std::filesystem::temp_directory_path() / "acc_config_launchable_test";
+  std::filesystem::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"strategy: PIPLINE\n", "strategy 'PIPLINE' is not registered; known strategies: ["},
+      {"strategy: PIPELINE\nnum_processes: 2\npipeline_config:\n  stages: 3\n",
+       "pipeline_config.stages: 3 stages do not divide the 2 processes"},
+      {"strategy: PIPELINE\nnum_processes: 2\npipeline_config:\n  stages_per_rank: 2\n",
+       "pipeline_config.stages_per_rank: 2 stages per rank need schedule interleaved_1F1B"},
+      {"strategy: PIPELINE\nnum_processes: 2\npipeline_config:\n  microbatches: 20000\n",
+       "pipeline_config.microbatches: 20000 microbatches through 2 stages are more messages"},
+      {"distributed_type: SPMD\nnum_processes: 2\nspmd_config:\n  mesh_shape: [2, 2]\n  axis_names: [fsdp, model]\n",
+       "Mesh: shape (2, 2) holds 4 ranks but num_processes is 2"},
+      {"distributed_type: SPMD\nnum_processes: 2\nspmd_config:\n  mesh_shape: [2, 1]\n  axis_names: [fsdp, model]\n"
+       "  sharding_rules: " + (dir / "absent.yaml").string() + "\n",
+       "absent.yaml"},
+  };
+  for (const auto& [text, expected] : cases) {
+    const auto file = dir / "job.yaml";
+    std::ofstream(file) << text;
+    const auto problems = check_config(file.string()).problems;
+    ASSERT_EQ(problems.size(), 1u) << text;
+    EXPECT_EQ(problems[0].rfind(file.string() + ": ", 0), 0u) << problems[0];
+    EXPECT_NE(problems[0].find(expected), std::string::npos) << problems[0];
+  }
+  const auto here = std::filesystem::current_path();
+  std::filesystem::current_path(ACC_SOURCE_DIR);  // where a rules file's path starts, as for launch
+  for (const char* shipped : {"pipeline_1f1b.yaml", "pipeline_fsdp.yaml", "pipeline_tp.yaml", "spmd_fsdp_tp.yaml"})
+    EXPECT_TRUE(check_config(std::string("configs/") + shipped).problems.empty()) << shipped;
+  std::filesystem::current_path(here);
+  std::filesystem::remove_all(dir);
+}
+
 namespace {
 
 // accelerate config update adds what a file lacks and keeps the user's lines, comments included.

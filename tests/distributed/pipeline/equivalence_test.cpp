@@ -373,12 +373,39 @@ TEST(Pipeline, FrozenFirstStageTrainsTheRest) {
   }
 }
 
+// A config the strategy would stop on gets a row saying why, not numbers (and not silence).
+TEST(Pipeline, EstimateOfAPlanTheStrategyRefusesSaysWhy) {
+  const auto gpt2 = estimate::ModelShape::from_name("gpt2");
+  auto refusal = [&](const std::string& key, const std::string& value) {
+    Config config = pipeline_config("1F1B", 4);
+    config.set(key, value);
+    const auto rows = strategy_estimates(gpt2, {.world = 2, .ranks_per_node = 2, .batch = 8, .seq = 64}, config);
+    const auto row = std::ranges::find_if(rows, [](const StrategyEstimate& r) { return r.plan.starts_with("PIPELINE"); });
+    return row == rows.end() ? std::string("no PIPELINE row") : row->refused;
+  };
+  EXPECT_EQ(refusal("pipeline_config.microbatches", "3"),
+            "pipeline_config.microbatches: 3 microbatches do not divide the batch of 8 rows; use a batch size that is "
+            "a multiple of 3 or a number of microbatches that divides 8");
+  EXPECT_NE(refusal("pipeline_config.stages", "3").find("pipeline_config.stages: 3 stages do not divide the 2 processes"),
+            std::string::npos);
+  EXPECT_NE(refusal("pipeline_config.split_points", "[transformer.h.99]").find("'transformer.h.99' is no layer"),
+            std::string::npos);
+  EXPECT_EQ(refusal("pipeline_config.microbatches", "4"), "");
+}
+
+// At 4 ranks as 2 stages x 2 replicas the advice counts both replicas' rows.
 TEST(Pipeline, MicrobatchesThatDoNotDivideTheBatchAreAnError) {
-  auto [sharded, loader] = accelerate(make_model("gpt2_deep"), data::DataLoader(make_dataset("gpt2", 6), {.batch_size = 6}),
-                                      pipeline_config("1F1B", 4));
+  const bool replicated = world().size() == 4;
+  Config config = pipeline_config("1F1B", 4);
+  if (replicated) config.section("pipeline_config").set("stages", "2");
+  const int64_t rows = replicated ? 12 : 6;
+  auto [sharded, loader] = accelerate(make_model("gpt2_deep"),
+                                      data::DataLoader(make_dataset("gpt2", rows), {.batch_size = rows}), config);
   const data::Batch batch = *loader.begin();
   expect_contains(error_of([&] { sharded->forward(batch); }),
-                  {"pipeline_config.microbatches", "4 microbatches do not divide the batch of 6 rows"});
+                  {"pipeline_config.microbatches", "4 microbatches do not divide the batch of 6 rows",
+                   replicated ? "each of the 2 pipeline replicas gets; use a global batch size that is a multiple of 8"
+                              : "; use a batch size that is a multiple of 4"});
 }
 
 // Stages talk to their neighbours only: with 2 ranks per (simulated) node, only the messages
