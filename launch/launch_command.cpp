@@ -199,10 +199,12 @@ std::vector<std::string> acc_environment_names() {
 LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
   LaunchOptions o;
   size_t i = 0;
+  std::string took;  // the last option that took a file's name as its value, and that file
   // "--name value" or "--name=value"
   auto value_of = [&](const std::string& arg, const std::string& name) -> std::string {
     if (arg.size() > name.size() && arg[name.size()] == '=') return arg.substr(name.size() + 1);
     ACC_CHECK(i + 1 < args.size(), name, " needs a value\n", kUsage);
+    if (std::filesystem::is_regular_file(args[i + 1])) took = name + " took the file '" + args[i + 1] + "' as its value";
     return args[++i];
   };
   for (; i < args.size(); ++i) {
@@ -248,7 +250,8 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
     }
   }
   o.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  ACC_CHECK(!o.program.empty(), "no program to launch\n", kUsage);
+  // The program may have gone as the value of an option that was given none.
+  ACC_CHECK(!o.program.empty(), "no program to launch", took.empty() ? "" : " (" + took + ")", "\n", kUsage);
   return o;
 }
 

@@ -36,6 +36,9 @@ TEST(Launch, BadArgumentsAreNamed) {
   EXPECT_ACC_ERROR(resolve_launch(parse_launch_args({"--fsdp_sharding_strategy", "HALF", "p"})),
                    {"--fsdp_sharding_strategy HALF", "allowed"});
   EXPECT_ACC_ERROR(parse_launch_args({"--num_processes", "2"}), {"no program to launch"});
+  // A program taken as the value of an option that was given none: named.
+  EXPECT_ACC_ERROR(parse_launch_args({"--microbatches", "/bin/true"}),
+                   {"no program to launch (--microbatches took the file '/bin/true' as its value)"});
 }
 
 TEST(Launch, ConfigKeysOverrideTheFile) {
