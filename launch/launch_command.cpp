@@ -122,14 +122,17 @@ int run_mpirun(const std::vector<std::string>& mpi_args, const Poco::Process::En
   Poco::PipeInputStream stream(output);
   output.close(Poco::Pipe::CLOSE_WRITE);  // so the stream ends when mpirun exits
   MpirunMessages messages(log::logger().should_log(spdlog::level::debug));
+  RepeatedErrors repeated;
   for (std::string line; std::getline(stream, line);) {
     // Flushed per line: a log file being followed (tail -f) shows each line as it comes.
     if (const auto tagged = parse_tagged_line(line)) {
+      if (repeated.held_back(*tagged)) continue;
       (tagged->is_stderr ? std::cerr : std::cout) << rank_prefixed(*tagged) << std::endl;
       if (tagged->text.starts_with("preempted at step")) preempted_line = tagged->text;
     } else
       for (const auto& kept : messages.take(line)) std::cerr << kept << '\n';  // mpirun's own
   }
+  for (const auto& same : repeated.finish()) std::cerr << same << '\n';
   for (const auto& kept : messages.finish()) std::cerr << kept << '\n';
   const int code = mpirun.wait();
   g_mpirun = 0;

@@ -28,4 +28,24 @@ std::string rank_prefixed(const RankLine& line) {
   return "[rank " + std::to_string(line.rank) + "] " + line.text;
 }
 
+bool RepeatedErrors::held_back(const RankLine& line) {
+  if (!line.is_stderr || line.text.find(": error: ") == std::string::npos) return false;
+  const auto [it, first] = seen_.try_emplace(line.text, line.rank, std::vector<int>{});
+  if (first) return false;
+  it->second.second.push_back(line.rank);
+  return true;
+}
+
+std::vector<std::string> RepeatedErrors::finish() const {
+  std::vector<std::string> out;
+  for (const auto& [text, ranks] : seen_) {
+    const auto& [first, later] = ranks;
+    if (later.empty()) continue;
+    std::string line = later.size() == 1 ? "[rank " : "[ranks ";
+    for (size_t i = 0; i < later.size(); ++i) line += (i ? ", " : "") + std::to_string(later[i]);
+    out.push_back(line + "] the same error as rank " + std::to_string(first));
+  }
+  return out;
+}
+
 }  // namespace acc::cli

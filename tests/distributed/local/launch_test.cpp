@@ -87,6 +87,22 @@ TEST(Launch, RewritesMpirunTagsToRankPrefixes) {
   EXPECT_FALSE(parse_tagged_line("[1,x]<stdout>:a"));
 }
 
+// The same error from several ranks is shown once, the others named at the end; other lines and
+// different errors all pass.
+TEST(Launch, ShowsAnErrorEveryRankPrintsOnce) {
+  RepeatedErrors repeated;
+  auto held = [&](const char* line) { return repeated.held_back(*parse_tagged_line(line)); };
+  EXPECT_FALSE(held("[1,2]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
+  EXPECT_FALSE(held("[1,0]<stdout>:step 1"));
+  EXPECT_FALSE(held("[1,1]<stdout>:step 1"));
+  EXPECT_TRUE(held("[1,0]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
+  EXPECT_TRUE(held("[1,3]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
+  EXPECT_FALSE(held("[1,1]<stderr>:train_gpt2: error: another one"));
+  EXPECT_FALSE(held("[1,1]<stderr>:a warning, twice"));
+  EXPECT_FALSE(held("[1,2]<stderr>:a warning, twice"));
+  EXPECT_EQ(repeated.finish(), std::vector<std::string>{"[ranks 0, 3] the same error as rank 2"});
+}
+
 // mpirun's output after a rank aborted the job, as OpenMPI 4.1 prints it, then a message of
 // its own that is not about the abort.
 std::vector<std::string> shown(const std::vector<std::string>& lines, bool raw = false) {
