@@ -272,22 +272,27 @@ ResolvedLaunch resolve_launch(const LaunchOptions& o) {
     }
     r.source += " + --" + key + " " + value;
   }
-  // An FSDP key on the command line of a non-distributed config means FSDP, as it reads.
+  // An FSDP key on the command line of a non-distributed config that names no strategy means
+  // FSDP, as it reads.
   const auto named = [&o](const std::string& prefix) {
     return std::any_of(o.overrides.begin(), o.overrides.end(),
                        [&](const auto& kv) { return kv.first.rfind(prefix, 0) == 0; });
   };
-  if (named("fsdp_") && !named("distributed_type") && r.config.dist.distributed_type == DistributedType::NO) {
+  if (named("fsdp_") && !named("distributed_type") && r.config.dist.distributed_type == DistributedType::NO &&
+      r.config.dist.strategy.empty()) {
     r.config.dist.distributed_type = DistributedType::FSDP;
     r.source += " (FSDP: an fsdp key was given)";
   }
-  // A strategy's key given for a config that runs another strategy changes nothing: say so.
+  // A strategy's key given for a config that runs another strategy changes nothing: say so. The
+  // key's section is the one Config::set put it in: named, or the first that has the key.
+  const auto sections = all_option_sections();
   for (const auto& [key, value] : o.overrides) {
     const auto dot = key.find('.');
-    for (const auto& section : all_option_sections())
-      if ((dot == std::string::npos ? section->find(key) != nullptr : key.substr(0, dot) == section->name) &&
-          !r.config.strategy_reads(section->name))
-        log::warn("--{}: {}", key, r.config.unread_section_warning(section->name, key));
+    const auto section = std::ranges::find_if(sections, [&](const auto& s) {
+      return dot == std::string::npos ? s->find(key) != nullptr : key.substr(0, dot) == s->name;
+    });
+    if (section != sections.end() && !r.config.strategy_reads((*section)->name))
+      log::warn("--{}: {}", key, r.config.unread_section_warning((*section)->name, key));
   }
   if (o.num_processes > 0) r.config.dist.num_processes = o.num_processes;
   r.num_processes = r.config.dist.num_processes;

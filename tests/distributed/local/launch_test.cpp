@@ -58,6 +58,15 @@ TEST(Launch, AnFsdpKeyMakesADefaultConfigFsdp) {
   EXPECT_EQ(r.config.strategy_name(), "SHARD_GRAD_OP");
 }
 
+// ... but not a config that names its strategy: the key is warned about and changes nothing.
+TEST(Launch, AnFsdpKeyLeavesANamedStrategy) {
+  const auto r = resolve_launch(parse_launch_args({"--config_file", ACC_SOURCE_DIR "/configs/pipeline_1f1b.yaml",
+                                                   "--fsdp_state_dict_type", "FULL_STATE_DICT", "prog"}));
+  EXPECT_EQ(r.config.strategy_name(), "PIPELINE");
+  EXPECT_EQ(r.config.dist.distributed_type, acc::DistributedType::NO);
+  EXPECT_FALSE(r.config.strategy_reads("fsdp_config"));
+}
+
 TEST(Launch, OversubscribesOnlyBeyondCoresAndAllowsRootOnlyForRoot) {
   LaunchOptions o;
   o.program = {"prog"};
