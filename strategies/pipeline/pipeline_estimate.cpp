@@ -197,7 +197,10 @@ std::optional<StrategyEstimate> auto_row(const estimate::ModelShape& shape, cons
 std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
                                             const Config& config) {
   std::vector<StrategyEstimate> rows;
-  if (auto own = worst_stage_row(shape, w, config)) rows.push_back(std::move(*own));
+  // A refusal is news only to a config that runs the pipeline; to others its row shows what the
+  // pipeline would hold, when it could run.
+  if (auto own = worst_stage_row(shape, w, config); own && (own->refused.empty() || config.strategy_name() == kStrategy))
+    rows.push_back(std::move(*own));
   if (auto candidate = auto_row(shape, w, config)) rows.push_back(std::move(*candidate));
   return rows;
 }

@@ -13,7 +13,8 @@ namespace acc::pipeline {
 // empty when the model declares no chain. A plan the strategy would refuse throws its error.
 std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, const estimate::Workload& w,
                                            const Config& config);
-// The stage that needs the most under the config's pipeline_config (a row AUTO never picks),
+// The stage that needs the most under the config's pipeline_config (a row AUTO never picks; for
+// a config that runs PIPELINE, the strategy's error instead when it would refuse the options),
 // and, for a job over several machines, AUTO's candidate: a stage per node, its ranks replicas.
 std::vector<StrategyEstimate> estimate_rows(const estimate::ModelShape& shape, const estimate::Workload& w,
                                             const Config& config);

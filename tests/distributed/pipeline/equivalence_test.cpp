@@ -391,6 +391,10 @@ TEST(Pipeline, EstimateOfAPlanTheStrategyRefusesSaysWhy) {
   EXPECT_NE(refusal("pipeline_config.split_points", "[transformer.h.99]").find("'transformer.h.99' is no layer"),
             std::string::npos);
   EXPECT_EQ(refusal("pipeline_config.microbatches", "4"), "");
+  // A config that does not run the pipeline gets no refused PIPELINE row (3 ranks, 9 rows: the
+  // default 4 microbatches do not divide a replica's 9).
+  const auto fsdp = strategy_estimates(gpt2, {.world = 3, .ranks_per_node = 3, .batch = 9, .seq = 64}, Config{});
+  EXPECT_TRUE(std::ranges::none_of(fsdp, [](const StrategyEstimate& r) { return !r.refused.empty(); }));
 }
 
 // At 4 ranks as 2 stages x 2 replicas the advice counts both replicas' rows.
