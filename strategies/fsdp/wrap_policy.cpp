@@ -4,6 +4,9 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <typeinfo>
+
+#include "acc/nn/containers.h"
 
 namespace acc::fsdp {
 
@@ -13,8 +16,17 @@ bool is_prefix_of(const std::string& module, const std::string& param) {
   return module.empty() || param.starts_with(module + ".");
 }
 
+// A plain container (an nn::Module or nn::ModuleList made only to hold others, as GPT-2's
+// `transformer` and `transformer.h`) is never called itself: its owner calls the children. As a
+// unit its parameters would never be gathered. PyTorch's size-based policy passes over its
+// ModuleList too.
+bool never_called(const nn::Module& m) {
+  return typeid(m) == typeid(nn::Module) || typeid(m) == typeid(nn::ModuleList);
+}
+
 // Bottom-up: a module becomes a unit when the parameters under it that no unit below took
-// reach min_num_params (PyTorch's size-based policy).
+// reach min_num_params (PyTorch's size-based policy); what a plain container holds is left to
+// its owner.
 std::vector<std::string> size_based(nn::Module& root, int64_t min_num_params) {
   auto modules = root.named_modules();
   const auto params = root.named_parameters();
@@ -23,7 +35,7 @@ std::vector<std::string> size_based(nn::Module& root, int64_t min_num_params) {
   // named_modules lists parents before children: walking it backwards visits children first.
   for (auto it = modules.rbegin(); it != modules.rend(); ++it) {
     const std::string& name = it->first;
-    if (name.empty()) continue;
+    if (name.empty() || never_called(*it->second)) continue;
     int64_t count = 0;
     for (size_t i = 0; i < params.size(); ++i)
       if (!taken[i] && is_prefix_of(name, params[i].first)) count += params[i].second.numel();

@@ -38,6 +38,17 @@ TEST(WrapPolicy, SizeBasedUnitsNest) {
   expect_like_one_process("gpt2", config);
 }
 
+// At 20000 each MLP (33088) is a unit but no attention (16640) or block (16896 left); the
+// blocks' ModuleList and the `transformer` container would hold what is left over, but are
+// never called themselves: no units.
+TEST(WrapPolicy, SizeBasedPassesOverAModuleList) {
+  Config config = full_shard();
+  config.dist.fsdp.auto_wrap_policy = WrapPolicy::SIZE_BASED_WRAP;
+  config.dist.fsdp.auto_wrap_policy_set = true;
+  config.dist.fsdp.min_num_params = 20000;
+  expect_like_one_process("gpt2", config);
+}
+
 TEST(WrapPolicy, CallableDecides) {
   Config config = full_shard();
   std::vector<std::string> asked;
