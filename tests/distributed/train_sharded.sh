@@ -34,6 +34,16 @@ awk -v a="$(nums "$sharded")" -v b="$(nums "$single")" 'BEGIN {
   for (i = 1; i <= n; i++) if (x[i] - y[i] > 1e-3 * y[i] || y[i] - x[i] > 1e-3 * y[i]) {
     print "FAIL: the sharded run ends at " x[i] ", one process at " y[i]; exit 1 }
 }'
+# MFU counts the whole model's FLOPs whatever each rank holds: the FLOPs a token that the final
+# line's tokens/s, MFU and peak imply agree with one process's (within the rounding of MFU).
+flops() {
+  echo "$1" | sed -n 's/.*final: .*; \([0-9]*\) tokens\/s, MFU \([0-9.]*\)% of \([0-9.]*\) GFLOP\/s.*/\1 \2 \3/p' |
+    awk '$1 > 0 && $2 > 0 { printf "%.0f", $2 / 100 * $3 * 1e9 / $1 }'
+}
+awk -v a="$(flops "$sharded")" -v b="$(flops "$single")" 'BEGIN {
+  if (a == "" || b == "") { print "FAIL: no MFU to compare"; exit 1 }
+  if (a > 1.25 * b || b > 1.25 * a) { print "FAIL: the sharded run counts " a " FLOPs a token, one process " b; exit 1 }
+}'
 resumed=$(run --num_processes 4 --config_file "$config" -- \
   --resume "$dir/ckpt/step_000002" --sample-tokens 8) || { echo "$resumed"; exit 1; }
 # The text sample at the end goes through summon_full_params, which joins the slices.

@@ -242,6 +242,8 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   data::DataLoader all_train(train_set, {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed});
   // Every rank must see the same number of validation batches: no ragged last batch.
   data::DataLoader all_val(val_set, {.batch_size = o.batch, .drop_last = world().size() > 1});
+  // Counted on the whole model: a tensor-parallel strategy leaves each rank its slices.
+  const double flops_per_token = model->train_flops_per_token(o.seq);
   auto [sharded, loader] = accelerate(model, all_train, config);
   const auto val_loader = all_val.for_rank(loader.options().rank, loader.options().world);
   optim::AdamW opt(sharded->param_groups(o.weight_decay), {.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95});
@@ -254,7 +256,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   }
   checkpoint::Position& at = state.position;
 
-  ThroughputMeter meter(model->train_flops_per_token(o.seq), peak);
+  ThroughputMeter meter(flops_per_token, peak);
   TierIoMeter tier_io;  // with fsdp_offload_dir: the disk's rates on the bar, its totals at the end
   std::optional<ProgressBar> bar;  // rank 0's
   std::optional<MetricsLog> metrics;
