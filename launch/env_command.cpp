@@ -53,9 +53,13 @@ std::string first_line_of(const char* command) {
 }  // namespace
 
 int run_env(const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    std::cout << "usage: accelerate env\n";
-    return args[0] == "--help" ? 0 : 2;
+  // --config_file F shows F, as Hugging Face's `accelerate env --config_file` does.
+  const bool config_given = args.size() == 2 && args[0] == "--config_file";
+  if (!args.empty() && !config_given) {
+    std::cout << "usage: accelerate env [--config_file F]\n";
+    if (args[0] == "--help" || args[0] == "-h") return 0;
+    std::cerr << "accelerate env: unexpected '" << args[0] << "'\n";
+    return 2;
   }
   std::cout << "- acc version: " << ACC_VERSION << "\n"
             << "- CPU: " << proc_field("/proc/cpuinfo", "model name") << "\n"
@@ -86,7 +90,9 @@ int run_env(const std::vector<std::string>& args) {
       std::cout << "    " << spec.key << ": " << spec.default_value << "  # " << spec.help << "\n";
   }
   const char* explicit_file = std::getenv("ACC_CONFIG_FILE");
-  const std::string path = explicit_file && *explicit_file ? explicit_file : Config::default_path();
+  const std::string path = config_given                       ? args[1]
+                           : explicit_file && *explicit_file ? explicit_file
+                                                             : Config::default_path();
   if (std::filesystem::is_regular_file(path)) {
     std::cout << "- config (" << path << "):\n";
     std::ifstream in(path);

