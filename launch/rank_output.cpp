@@ -1,5 +1,6 @@
 #include "rank_output.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace acc::cli {
@@ -39,8 +40,10 @@ bool RepeatedErrors::held_back(const RankLine& line) {
 std::vector<std::string> RepeatedErrors::finish() const {
   std::vector<std::string> out;
   for (const auto& [text, ranks] : seen_) {
-    const auto& [first, later] = ranks;
+    const int first = ranks.first;
+    std::vector<int> later = ranks.second;
     if (later.empty()) continue;
+    std::ranges::sort(later);
     std::string line = later.size() == 1 ? "[rank " : "[ranks ";
     for (size_t i = 0; i < later.size(); ++i) line += (i ? ", " : "") + std::to_string(later[i]);
     out.push_back(line + "] the same error as rank " + std::to_string(first));

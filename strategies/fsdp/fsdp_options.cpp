@@ -214,8 +214,9 @@ OptionSection option_section() {
                    .suggest = offer("100000000"),
                    .ask_when = when_policy(WrapPolicy::SIZE_BASED_WRAP)},
                   &FsdpConfig::min_num_params),
-              unless(key({.key = "fsdp_ignored_modules", .type = T::text_list, .default_value = "[]",
-                          .help = "modules (qualified names) whose parameters stay whole on every rank"},
+              unless(key({.key = "fsdp_ignored_modules", .type = T::name_list, .default_value = "[]",
+                          .help = "modules (qualified names; a list, or separated by commas) whose parameters stay "
+                                  "whole on every rank"},
                          &FsdpConfig::ignored_modules),
                      &FsdpConfig::ignored_modules, std::vector<std::string>{}),
               enum_key<BackwardPrefetch>(

@@ -98,6 +98,13 @@ model.layers.*.mlp.nonexistent.weight: [fsdp, null]
   ASSERT_EQ(resolved.warnings.size(), 1u);
   EXPECT_NE(resolved.warnings[0].find("'model.layers.*.mlp.nonexistent.weight' matches no parameter and no module"),
             std::string::npos);
+  // A file none of whose keys names anything of the model is an error, not a warning per key.
+  const std::string other = error_of([&] {
+    ShardingRules::parse("transformer.h.*.attn.c_attn.weight: [model, fsdp]\n", "gpt2.yaml")
+        .resolve(shapes_of(*model), paths_of(*model), kAxes);
+  });
+  EXPECT_NE(other.find("sharding rules gpt2.yaml: none of its 1 keys matches"), std::string::npos) << other;
+  EXPECT_NE(other.find("the file is written for another model"), std::string::npos) << other;
   // Without a key, the default: every parameter's first dimension over fsdp.
   const auto fallback = ShardingRules::parse("", "none").resolve(shapes_of(*model), {}, kAxes, "fsdp");
   for (const auto& [name, spec] : fallback.parameters) EXPECT_EQ(spec.dims[0], std::vector<std::string>{"fsdp"}) << name;

@@ -133,6 +133,12 @@ ResolvedSharding ShardingRules::resolve(const std::vector<std::pair<std::string,
       out.outputs.emplace_back(path, rule);
     }
   }
+  // A file none of whose keys names anything here was written for another model: a warning
+  // per key would bury that, and the run would shard nothing the file meant to.
+  ACC_CHECK(rules_.empty() || std::ranges::any_of(used, [](bool u) { return u; }), "sharding rules ", source_,
+            ": none of its ", rules_.size(), " keys matches a parameter or module of the model (its parameters "
+            "are named like '", parameters.empty() ? std::string() : parameters.front().first,
+            "'): the file is written for another model");
   for (size_t i = 0; i < rules_.size(); ++i)
     if (!used[i])
       out.warnings.push_back("sharding rules " + source_ + ": key '" + rules_[i].key +

@@ -63,6 +63,16 @@ TEST(BuiltInSections, EveryKeyReachesItsField) {
     }
 }
 
+// Lists of names take one name, or names separated by commas, as launch's command line gives
+// them, like a YAML list.
+TEST(BuiltInSections, NameListsTakeABareName) {
+  Config c;
+  c.set("fsdp_ignored_modules", "transformer.wpe");
+  EXPECT_EQ(c.dist.fsdp.ignored_modules, std::vector<std::string>{"transformer.wpe"});
+  c.set("fsdp_ignored_modules", "transformer.wpe, lm_head");
+  EXPECT_EQ(c.dist.fsdp.ignored_modules, (std::vector<std::string>{"transformer.wpe", "lm_head"}));
+}
+
 // What core asks instead of reading a strategy's keys: the section of the strategy the config
 // runs answers, from its own keys.
 TEST(BuiltInSections, TheRunningStrategysSectionAnswersCore) {

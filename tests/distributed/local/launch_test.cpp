@@ -104,8 +104,8 @@ TEST(Launch, ShowsAnErrorEveryRankPrintsOnce) {
   EXPECT_FALSE(held("[1,2]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
   EXPECT_FALSE(held("[1,0]<stdout>:step 1"));
   EXPECT_FALSE(held("[1,1]<stdout>:step 1"));
-  EXPECT_TRUE(held("[1,0]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
   EXPECT_TRUE(held("[1,3]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
+  EXPECT_TRUE(held("[1,0]<stderr>:train_gpt2: error: pipeline_config.split_points: 'x' is no layer"));
   EXPECT_FALSE(held("[1,1]<stderr>:train_gpt2: error: another one"));
   EXPECT_FALSE(held("[1,1]<stderr>:a warning, twice"));
   EXPECT_FALSE(held("[1,2]<stderr>:a warning, twice"));
