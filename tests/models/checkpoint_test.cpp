@@ -117,6 +117,13 @@ TEST_F(Checkpoint, ReportsEveryMismatchAtOnceAndLeavesModelUntouched) {
   EXPECT_EQ(problems.missing.size(), 1u);
   EXPECT_EQ(problems.unexpected.size(), 1u);
   EXPECT_EQ(problems.mismatched.size(), 1u);
+  // Another model's file would list every tensor: the first 8 of a kind, then how many more.
+  models::LoadProblems many;
+  for (int i = 0; i < 20; ++i) many.unexpected.push_back("t" + std::to_string(i));
+  const std::string text = many.describe();
+  EXPECT_NE(text.find("20 unexpected in the file:\n    t0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    t7\n    ... and 12 more"), std::string::npos) << text;
+  EXPECT_EQ(text.find("t8"), std::string::npos) << text;
 }
 
 TEST_F(Checkpoint, LlamaRoundTripKeepsLayout) {

@@ -1,5 +1,6 @@
 #include "acc/models/checkpoint.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -52,10 +53,13 @@ Plan plan_load(const Model& model, const io::SafetensorsReader& reader) {
 
 std::string LoadProblems::describe(std::string_view source) const {
   std::ostringstream os;
+  // A file of another model would list every tensor: the first few of each kind say enough.
+  static constexpr size_t kShown = 8;
   auto list = [&os](const std::string& what, const std::vector<std::string>& names) {
     if (names.empty()) return;
     os << "\n  " << names.size() << " " << what << ":";
-    for (const auto& n : names) os << "\n    " << n;
+    for (size_t i = 0; i < std::min(names.size(), kShown); ++i) os << "\n    " << names[i];
+    if (names.size() > kShown) os << "\n    ... and " << names.size() - kShown << " more";
   };
   list("missing from " + std::string(source), missing);
   list("unexpected in " + std::string(source), unexpected);

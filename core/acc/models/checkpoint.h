@@ -20,7 +20,8 @@ struct LoadProblems {
   std::vector<std::string> unexpected;  // file entries that are no parameter of the model
   std::vector<std::string> mismatched;  // "name: file f32[3, 4], model expects [4, 3]"
   bool empty() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
-  // All of them, one per line; `source` names what the parameters were compared with.
+  // One per line, the first 8 of each kind and how many more; `source` names what the
+  // parameters were compared with.
   std::string describe(std::string_view source = "the file") const;
 };
 
