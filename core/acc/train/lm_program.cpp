@@ -309,8 +309,14 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
                        format(" mfu=%.1f%%", 100 * meter.mfu()) + tier_io.rates());
       bar->update();
     }
-    MetricsRow row{at.step, last_loss, std::nullopt, lr, norm, meter.tokens_per_second(), meter.mfu(),
-                   static_cast<double>(memory::report().total.peak) / (1 << 20)};
+    const bool measured = step != first_step;  // the meter starts after a run's first step
+    MetricsRow row{.step = at.step,
+                   .loss = last_loss,
+                   .lr = lr,
+                   .grad_norm = norm,
+                   .tokens_per_s = measured ? std::optional(meter.tokens_per_second()) : std::nullopt,
+                   .mfu = measured ? std::optional(meter.mfu()) : std::nullopt,
+                   .peak_mb = static_cast<double>(memory::report().total.peak) / (1 << 20)};
     if ((o.val_every > 0 && (step + 1) % o.val_every == 0) || step + 1 == o.steps) {
       val = validation_loss(*sharded, val_loader, o.val_batches);
       row.val_loss = val;

@@ -33,8 +33,11 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir, int64_t resumed_ste
 void MetricsLog::append(const MetricsRow& r) {
   out_ << r.step << ',' << r.loss << ',';
   if (r.val_loss) out_ << *r.val_loss;
-  out_ << ',' << r.lr << ',' << r.grad_norm << ',' << r.tokens_per_s << ',' << r.mfu << ','
-       << r.peak_mb << '\n';
+  out_ << ',' << r.lr << ',' << r.grad_norm << ',';
+  if (r.tokens_per_s) out_ << *r.tokens_per_s;
+  out_ << ',';
+  if (r.mfu) out_ << *r.mfu;
+  out_ << ',' << r.peak_mb << '\n';
   out_.flush();
 }
 

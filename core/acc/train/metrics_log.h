@@ -12,8 +12,12 @@ namespace acc::train {
 struct MetricsRow {
   int64_t step = 0;
   double loss = 0;
-  std::optional<double> val_loss;  // only on validation steps
-  double lr = 0, grad_norm = 0, tokens_per_s = 0, mfu = 0, peak_mb = 0;
+  std::optional<double> val_loss{};  // only on validation steps
+  double lr = 0, grad_norm = 0;
+  // None on a run's first step, which the throughput meter leaves out (primitive creation, page
+  // faults): an empty field, not a 0 that a plot would draw.
+  std::optional<double> tokens_per_s{}, mfu{};
+  double peak_mb = 0;
 };
 
 class MetricsLog {

@@ -33,6 +33,10 @@ echo "resumed:  $(final "$resumed")"
 # replaced by the resumed run's; accelerate plot draws them.
 steps=$(tail -n +2 run/metrics.csv | cut -d, -f1 | tr '\n' ' ')
 [ "$steps" = "1 2 3 4 5 6 " ] || { cat run/metrics.csv; echo "FAIL: metrics.csv steps are '$steps'"; exit 1; }
+# tokens/s is empty on each run's first step (1, and 3 after the resume), which the meter leaves out.
+rates=$(tail -n +2 run/metrics.csv | cut -d, -f6 | sed 's/^$/-/' | tr '\n' ' ')
+echo "$rates" | grep -q "^- [0-9.e+]* - [0-9.e+]* [0-9.e+]* [0-9.e+]* $" ||
+  { cat run/metrics.csv; echo "FAIL: metrics.csv tokens_per_s are '$rates'"; exit 1; }
 if command -v gnuplot >/dev/null; then
   "$accelerate" plot run
   [ -s run/loss.png ] && [ -s run/throughput.png ] || { echo "FAIL: accelerate plot drew nothing"; exit 1; }
