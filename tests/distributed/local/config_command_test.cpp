@@ -136,7 +136,8 @@ TEST(ConfigCommand, ValidateRefusesWhatTheRanksWould) {
   }
   const auto here = std::filesystem::current_path();
   std::filesystem::current_path(ACC_SOURCE_DIR);  // where a rules file's path starts, as for launch
-  for (const char* shipped : {"pipeline_1f1b.yaml", "pipeline_fsdp.yaml", "pipeline_tp.yaml", "spmd_fsdp_tp.yaml"})
+  for (const char* shipped :
+       {"pipeline_1f1b.yaml", "pipeline_fsdp.yaml", "pipeline_tp.yaml", "spmd_fsdp_tp.yaml", "spmd_gpt2_fsdp_tp.yaml"})
     EXPECT_TRUE(check_config(std::string("configs/") + shipped).problems.empty()) << shipped;
   std::filesystem::current_path(here);
   std::filesystem::remove_all(dir);
