@@ -30,7 +30,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
-    if (name.starts_with("spmd_fsdp_tp")) {  // a (2, 2) mesh, Llama rules
+    if (name.starts_with("spmd_")) {  // a (2, 2) mesh, Llama's rules (GPT-2's in spmd_gpt2_fsdp_tp)
       const Config c = Config::from_file(entry.path().string());
       EXPECT_TRUE(c.warnings.empty());
       EXPECT_EQ(c.dist.distributed_type, DistributedType::SPMD);
@@ -87,7 +87,7 @@ TEST(Config, ShippedConfigsLoadWithoutWarningsAndValidate) {
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(expected.size()));
-  EXPECT_EQ(spmd_checked, 3);
+  EXPECT_EQ(spmd_checked, 4);
   EXPECT_EQ(auto_checked, 1);
   EXPECT_EQ(pipeline_checked, 4);
 }
