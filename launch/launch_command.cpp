@@ -258,10 +258,14 @@ LaunchOptions parse_launch_args(const std::vector<std::string>& args) {
   return o;
 }
 
+std::string config_file_of(const LaunchOptions& o) {
+  if (o.config_file.empty() && std::filesystem::is_regular_file(Config::default_path())) return Config::default_path();
+  return o.config_file;
+}
+
 ResolvedLaunch resolve_launch(const LaunchOptions& o) {
   ResolvedLaunch r;
-  std::string file = o.config_file;
-  if (file.empty() && std::filesystem::is_regular_file(Config::default_path())) file = Config::default_path();
+  const std::string file = config_file_of(o);
   r.config = file.empty() ? Config{} : Config::from_file(file);
   r.source = file.empty() ? "defaults" : file;
   for (const auto& [key, value] : o.overrides) {

@@ -41,6 +41,10 @@ struct LaunchOptions {
 
 LaunchOptions parse_launch_args(const std::vector<std::string>& args);
 
+// The config file a launch with these options reads: --config_file, else the default config
+// file when it exists; empty when neither (the defaults).
+std::string config_file_of(const LaunchOptions& options);
+
 // What the ranks get: the config (file, else the default config file, else the defaults, then
 // the overrides; validated), where it came from, and the rank count.
 struct ResolvedLaunch {

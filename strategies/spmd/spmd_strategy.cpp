@@ -45,10 +45,6 @@ std::set<std::string> keep_whole_over_fsdp(std::vector<fsdp::UnitPlan>& plans,
   return whole;
 }
 
-}  // namespace
-
-namespace {
-
 // The engine's names of spmd_config.axis_names (torchprime's `tensor` is `model`), checked: known
 // axes, the tensor-parallel one once, an fsdp one.
 std::vector<std::string> engine_axes(const SpmdConfig& spmd, int processes) {

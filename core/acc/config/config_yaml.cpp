@@ -173,11 +173,10 @@ Section top_keys(Config& c) {
          try {
            enum_key(c.dist.distributed_type, parse_distributed_type)(v, key);
          } catch (const Error& e) {  // a plugin's strategy given where a family goes: say where it goes
-           const std::string value = v.IsScalar() ? v.Scalar() : "";
+           const std::string name = util::upper(v.IsScalar() ? v.Scalar() : "");
            for (const auto& section : all_option_sections())
-             if (std::ranges::find(section->strategies, util::upper(value)) != section->strategies.end())
-               ACC_FAIL(e.what(), "; ", util::upper(value), " is a plugin's strategy: give it as `strategy: ",
-                        util::upper(value), "`");
+             if (std::ranges::find(section->strategies, name) != section->strategies.end())
+               ACC_FAIL(e.what(), "; ", name, " is a plugin's strategy: give it as `strategy: ", name, "`");
            throw;
          }
        }},

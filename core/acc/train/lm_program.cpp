@@ -269,7 +269,8 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   auto it = loader.begin_at(at.batch);
   double last_loss = NAN, val = NAN;
   const int64_t first_step = at.step;
-  if (first_step >= o.steps) {  // a resume of a finished run: nothing to train, the model still evaluated
+  const bool finished = first_step >= o.steps;  // a resume of a finished run
+  if (finished) {  // nothing to train; the model is still evaluated
     say("the checkpoint is at step " + std::to_string(first_step) + " of --steps " + std::to_string(o.steps) +
         ": nothing to train (raise --steps to train on)");
     val = validation_loss(*sharded, val_loader, o.val_batches);
@@ -309,7 +310,7 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
                        format(" mfu=%.1f%%", 100 * meter.mfu()) + tier_io.rates());
       bar->update();
     }
-    const bool measured = step != first_step;  // the meter starts after a run's first step
+    const bool measured = meter.steps() > 0;  // it leaves a run's first step out
     MetricsRow row{.step = at.step,
                    .loss = last_loss,
                    .lr = lr,
@@ -339,13 +340,13 @@ int run(const Options& o, const std::string& program, const CausalLMFactory& mak
   if (const auto dir = checkpoint::finish_saves()) say("saved " + dir->string());
   // Each figure says what it covers: the training steps alone, then the whole run.
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (first_step >= o.steps)
+  if (finished)
     say("final: " + describe_val_loss(val, unigram_val) + "; no training steps; " + format("%.1f s in all", wall));
   else
     say(format("final: train loss %.4f (unigram %.4f), ", last_loss, unigram) + describe_val_loss(val, unigram_val) +
         "; " +
-      format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s over ", meter.tokens_per_second(), 100 * meter.mfu(), peak) +
-      format("%.0f training steps (not the first, evaluation or saves); %.1f s in all", double(meter.steps()), wall));
+        format("%.0f tokens/s, MFU %.1f%% of %.1f GFLOP/s over ", meter.tokens_per_second(), 100 * meter.mfu(), peak) +
+        format("%.0f training steps (not the first, evaluation or saves); %.1f s in all", double(meter.steps()), wall));
   if (tier_io.active()) say("rank 0: " + tier_io.summary());
   if (!o.save.empty()) {
     auto trained = make_model(o.config, o.seed);  // a whole f32 copy: the file holds the masters
