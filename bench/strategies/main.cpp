@@ -8,7 +8,8 @@
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
 //                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh),
 //                    pipeline (pipeline.sh, pipeline_link.sh)] [--schedules 1F1B,GPipe,interleaved_1F1B,zero_bubble (pipeline: which,
-//                    in order; interleaved with 2 chunks per rank)]
+//                    in order; interleaved with 2 chunks per rank)] [--split-points auto|measured|NAMES
+//                    (pipeline_config.split_points of the pipeline cases; default auto)]
 //                    [--precision both|f32|bf16 (default both)]
 //                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
 //                    [--rounds R (levers: each runs R times in turn, the median is kept)]
@@ -430,7 +431,8 @@ struct Bench {
   // <= 0.25x, 4 ranks as 2 nodes), and the bubble: the ranks' mean share of the schedule (the step's
   // forwards and backwards, not the optimizer) spent not computing, against
   // (p - 1) / (m + p - 1), which assumes equal stages.
-  void pipeline_rows(bool bf16, const Result& full_shard, const std::vector<std::string>& schedules) {
+  void pipeline_rows(bool bf16, const Result& full_shard, const std::vector<std::string>& schedules,
+                     const std::string& split_points) {
     const int p = world().size();
     const auto m = static_cast<int>(batch);
     const std::string dt = bf16 ? " bf16" : " f32";
@@ -458,6 +460,7 @@ struct Bench {
       config.section("pipeline_config").set("schedule", schedule);
       config.section("pipeline_config").set("stages", std::to_string(stages));
       config.section("pipeline_config").set("tensor_parallel", std::to_string(tensor_parallel));
+      config.section("pipeline_config").set("split_points", split_points);
       const bool interleaved = parse_schedule_name(schedule) == "interleaved_1F1B";
       if (interleaved) config.section("pipeline_config").set("stages_per_rank", "2");
       const int replicas = p / (stages * tensor_parallel);
@@ -468,7 +471,8 @@ struct Bench {
       const std::string label = "PIPELINE " + schedule + " " + std::to_string(stages) + "x" +
                                 std::to_string(replicas) +
                                 (tensor_parallel > 1 ? "x" + std::to_string(tensor_parallel) + "tp" : "") +
-                                " m=" + std::to_string(micro) + dt;
+                                " m=" + std::to_string(micro) + dt +
+                                (split_points == "auto" ? "" : " split " + split_points);
       const bool target = p == 4 && schedule == "1F1B" && stages == 2 && tensor_parallel == 1;
       const double cross = sum_over_ranks(r.cross_node_mb), node = sum_over_ranks(r.node_mb);
       const auto idle = every_rank(1.0 - r.pipeline_compute_s / r.pipeline_schedule_s);
@@ -544,6 +548,7 @@ int run(int argc, char** argv) {
     std::getline(list, item, ',');
     if (!item.empty()) schedules.push_back(item);
   }
+  const std::string split_points = args.get("split-points", "auto");
   ACC_CHECK(precision == "both" || precision == "f32" || precision == "bf16", "--precision: '", precision,
             "' is not one of both, f32, bf16");
   args.finish();
@@ -583,7 +588,7 @@ int run(int argc, char** argv) {
     if (cases.count("checkpointing")) b.checkpointing_rows(bf16, full_shard);
     if (cases.count("offload")) b.offload_rows(bf16, full_shard);
     if (cases.count("spmd")) b.spmd_rows(bf16, full_shard);
-    if (cases.count("pipeline")) b.pipeline_rows(bf16, full_shard, schedules);
+    if (cases.count("pipeline")) b.pipeline_rows(bf16, full_shard, schedules, split_points);
   }
   if (world().rank() == 0) bench::report(title, b.rows, out, context);
   return 0;

@@ -42,10 +42,11 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   const auto C = static_cast<double>(shape.hidden), V = static_cast<double>(computed.vocab);
   const double block = estimate::block_bytes_per_token(computed, w.bf16, T);
   // What one microbatch's forward on virtual stage k leaves for its backward: its layers'
-  // activations, and on the last stage the loss's, which makes the head's weight gradient
-  // (f32 [V, C]) and the hidden states' in its forward.
+  // activations (a branch counted as its share of a layer), and on the last stage the loss's,
+  // which makes the head's weight gradient (f32 [V, C]) and the hidden states' in its forward.
   auto layers_of = [&](int k) {
-    return static_cast<double>(plan.layers[static_cast<size_t>(k)].second - plan.layers[static_cast<size_t>(k)].first);
+    const auto [begin, end] = plan.units[static_cast<size_t>(k)];
+    return static_cast<double>(end - begin) / plan.parts;
   };
   // Under zero_bubble, what a microbatch keeps on virtual stage k from its B to its W: the
   // linears' inputs and output gradients, and on the first stage the gradient waiting for the

@@ -15,6 +15,7 @@
 #include "acc/ops/elementwise.h"
 #include "acc/ops/loss.h"
 #include "acc/util/error.h"
+#include "acc/util/log.h"
 #include "acc/util/profiler.h"
 #include "common/axis_names.h"
 #include "common/structure_sharding.h"
@@ -88,7 +89,11 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   }
   const auto all = module().named_parameters();
   const ChainParameters parameters = chain_parameters(lm_);
-  plan_ = plan_model_stages(parameters, grid_.stages * options_.stages_per_rank, options_.split_points);
+  chain_ = parameters.chain;
+  const int virtual_stages = grid_.stages * options_.stages_per_rank;
+  plan_ = plan_model_stages(parameters, virtual_stages, options_.split_points);
+  if (world_->rank() == 0 && virtual_stages > 1)
+    log::info("PIPELINE: {} stages: {}", virtual_stages, describe(chain_, plan_));
   const auto held_by = rank_holders(holders(parameters.chain, plan_, parameters.sizes), grid_.stages);
   autograd::NoGradGuard no_grad;
   memory::CategoryScope category(memory::Category::parameters);
@@ -200,9 +205,8 @@ models::ModelOutput PipelineModel::forward(const data::Batch& batch) {
 int PipelineModel::virtual_stage(int chunk) const { return chunk * grid_.stages + stage(); }
 
 Tensor PipelineModel::run_layers(Tensor x, int virtual_stage) {
-  const auto [begin, end] = plan_.layers[static_cast<size_t>(virtual_stage)];
-  const nn::ModuleList& layers = lm_.layers();
-  for (int64_t i = begin; i < end; ++i) x = layers[static_cast<size_t>(i)](x);
+  const auto [begin, end] = plan_.units[static_cast<size_t>(virtual_stage)];
+  for (int64_t u = begin; u < end; ++u) x = run_unit(lm_, chain_, plan_, u, x);
   return x;
 }
 

@@ -74,7 +74,7 @@ class PipelineModel : public ShardedModel {
   // A chunk's part of the model on a microbatch: from its input (or the embedding of its ids)
   // through the stage's layers, and on the last stage to its loss.
   Tensor stage_output(const Microbatch& micro, int chunk);
-  // The layers of a virtual stage on x.
+  // The layers (or their branches) of a virtual stage on x.
   Tensor run_layers(Tensor x, int virtual_stage);
   // The last stage's output sent to every rank.
   models::ModelOutput share_output(const models::ModelOutput& out);
@@ -99,6 +99,7 @@ class PipelineModel : public ShardedModel {
   std::shared_ptr<dist::ProcessGroup> pipe_;  // this replica's stages, ranked by stage
   std::shared_ptr<dist::ProcessGroup> fsdp_;  // this stage's replicas; null with one
   std::unique_ptr<parallel::TensorParallel> tensor_parallel_;  // over this stage's T ranks; null with one
+  models::Structure::Chain chain_;
   StagePlan plan_;
   StageLink link_;
   // This stage's parameters: the f32 master the optimizer updates (the whole parameter, or this

@@ -36,9 +36,10 @@ OptionSection option_section() {
                        "bubble, (stages - 1) / (microbatches + stages - 1) of a step (at most 15000 / stages)",
                .question = "Pipeline: microbatches per batch?"},
               {.key = "split_points", .type = T::name_list, .default_value = "auto",
-               .help = "auto (stages balanced by the products each computes per token), or the layer names where "
-                       "each stage after the first begins (transformer.h.6)",
-               .question = "Pipeline: split points (auto, or layer names where a stage begins)?"},
+               .help = "auto (whole layers, stages balanced by the products each computes per token), or the "
+                       "names where each stage after the first begins: a layer (transformer.h.6) or a layer's MLP "
+                       "half (transformer.h.6.mlp)",
+               .question = "Pipeline: split points (auto, or names where a stage begins)?"},
               {.key = "activation_checkpointing", .type = T::boolean, .default_value = "false",
                .help = "each stage keeps only its input per microbatch in flight and runs its forward again in "
                        "the backward",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "acc/ops/ops.h"
 #include "acc/util/error.h"
 #include "acc/util/strings.h"
 
@@ -35,16 +36,16 @@ StageGrid stage_grid(int stages, int tensor_parallel, int world, int rank) {
           .stage = group / replicas, .replica = group % replicas, .model = rank % tensor_parallel};
 }
 
-int StagePlan::stage_of_layer(int64_t layer) const {
-  for (size_t s = 0; s < layers.size(); ++s)
-    if (layer >= layers[s].first && layer < layers[s].second) return static_cast<int>(s);
-  ACC_FAIL("pipeline: layer ", layer, " is in no stage");
+int StagePlan::stage_of_unit(int64_t unit) const {
+  for (size_t s = 0; s < units.size(); ++s)
+    if (unit >= units[s].first && unit < units[s].second) return static_cast<int>(s);
+  ACC_FAIL("pipeline: unit ", unit, " of the chain is in no stage");
 }
 
-StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cost, int64_t last_cost, int stages,
+StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost, int64_t last_cost, int stages,
                       const std::vector<int64_t>& split_at) {
-  const auto n = static_cast<int64_t>(layer_costs.size());
-  ACC_CHECK(stages >= 1 && stages <= n, "pipeline: ", stages, " stages need at least as many layers; the model has ", n);
+  const auto n = static_cast<int64_t>(unit_costs.size());
+  ACC_CHECK(stages >= 1 && stages <= n, "pipeline: ", stages, " stages need at least as many units; the chain has ", n);
   StagePlan plan;
   if (!split_at.empty()) {
     ACC_CHECK(static_cast<int>(split_at.size()) == stages - 1, "pipeline: ", stages, " stages need ", stages - 1,
@@ -52,19 +53,19 @@ StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cos
     int64_t begin = 0;
     for (int64_t at : split_at) {
       ACC_CHECK(at > begin && at < n, "pipeline: split points must rise strictly inside (0, ", n, "), got ", at);
-      plan.layers.emplace_back(begin, at);
+      plan.units.emplace_back(begin, at);
       begin = at;
     }
-    plan.layers.emplace_back(begin, n);
+    plan.units.emplace_back(begin, n);
     return plan;
   }
   std::vector<int64_t> prefix{0};
-  for (int64_t c : layer_costs) prefix.push_back(prefix.back() + c);
+  for (int64_t c : unit_costs) prefix.push_back(prefix.back() + c);
   auto cost = [&](int s, int64_t begin, int64_t end) {
     return prefix[end] - prefix[begin] + (s == 0 ? first_cost : 0) + (s == stages - 1 ? last_cost : 0);
   };
-  // best[s][e]: the least largest cost of stages 0..s covering layers [0, e); from[s][e] the
-  // first layer of stage s in it.
+  // best[s][e]: the least largest cost of stages 0..s covering units [0, e); from[s][e] the
+  // first unit of stage s in it.
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   std::vector<std::vector<int64_t>> best(stages, std::vector<int64_t>(n + 1, kNone)), from = best;
   for (int64_t e = 1; e <= n; ++e) best[0][e] = cost(0, 0, e);
@@ -84,44 +85,82 @@ StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cos
     reversed.emplace_back(b, e);
     e = b;
   }
-  plan.layers.assign(reversed.rbegin(), reversed.rend());
+  plan.units.assign(reversed.rbegin(), reversed.rend());
   return plan;
+}
+
+std::string unit_name(const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit) {
+  const auto layer = static_cast<size_t>(unit / plan.parts);
+  const auto branch = static_cast<size_t>(unit % plan.parts);
+  return plan.parts == 1 ? chain.layers[layer] : chain.layers[layer] + "." + chain.branches[branch].back();
+}
+
+std::string describe(const models::Structure::Chain& chain, const StagePlan& plan) {
+  std::string out;
+  for (int k = 0; k < plan.stages(); ++k) {
+    const auto [begin, end] = plan.units[static_cast<size_t>(k)];
+    out += (k ? "; " : "") + std::to_string(k) + ": " + unit_name(chain, plan, begin) +
+           (end - begin > 1 ? " .. " + unit_name(chain, plan, end - 1) : "");
+  }
+  return out;
 }
 
 StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
                             const std::vector<std::string>& split_points, int64_t layer_attention) {
-  const auto n = static_cast<int64_t>(chain.layers.size());
-  ACC_CHECK(n > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
-  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process, times "
-            "pipeline_config.stages_per_rank) but the model has only ", n, " layers (", layer_range(chain.layers),
-            "); use at most ", n, " stages");
-  std::vector<int64_t> split_at;
+  const auto layers = static_cast<int64_t>(chain.layers.size());
+  ACC_CHECK(layers > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
   const bool automatic = split_points.empty() || (split_points.size() == 1 && split_points[0] == "auto");
+  // A split point naming a module of a layer's residual branch cuts the chain by branches;
+  // otherwise it is cut by whole layers.
+  const auto branches = static_cast<int>(chain.branches.size());
+  auto branch_at = [&](const std::string& name) -> std::pair<int64_t, int> {  // {-1, 0}: none
+    for (int64_t i = 0; i < layers; ++i)
+      for (int j = 0; j < branches; ++j)
+        for (const auto& m : chain.branches[static_cast<size_t>(j)])
+          if (name == chain.layers[static_cast<size_t>(i)] + "." + m) return {i, j};
+    return {-1, 0};
+  };
+  StagePlan shape{.parts = 1};
+  if (!automatic && std::ranges::any_of(split_points, [&](const auto& n) { return branch_at(n).first >= 0; }))
+    shape.parts = branches;
+  const int64_t n = layers * shape.parts;
+  const std::string branch_names =
+      shape.parts > 1 ? " cut between their branches (" + unit_name(chain, shape, 0) + ", " + unit_name(chain, shape, 1) + ", ...)" : std::string();
+  ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process, times "
+            "pipeline_config.stages_per_rank) but the model has only ", n, shape.parts > 1 ? " units (" : " layers (",
+            layer_range(chain.layers), branch_names, "); use at most ", n, " stages");
+  std::vector<int64_t> split_at;
   if (!automatic) {
     ACC_CHECK(static_cast<int>(split_points.size()) == stages - 1, "pipeline_config.split_points: ", stages,
               " stages need ", stages - 1, " split points (the first layer of each stage after the first), got ",
               split_points.size(), " (", util::join(split_points), ")");
     for (const auto& name : split_points) {
       const auto it = std::ranges::find(chain.layers, name);
-      ACC_CHECK(it != chain.layers.end(), "pipeline_config.split_points: '", name, "' is no layer of the model ",
-                "(its layers: ", layer_range(chain.layers), ")");
-      const int64_t at = it - chain.layers.begin();
+      const auto [layer, branch] = branch_at(name);
+      ACC_CHECK(it != chain.layers.end() || layer >= 0, "pipeline_config.split_points: '", name,
+                "' is no layer of the model (its layers: ", layer_range(chain.layers), ")",
+                branches > 1 ? ", nor a module of a layer's branches (" + chain.layers.front() + "." +
+                                   chain.branches[1].back() + ")" : std::string());
+      const int64_t at = layer >= 0 ? layer * shape.parts + branch : (it - chain.layers.begin()) * shape.parts;
       ACC_CHECK(at > 0 && (split_at.empty() || at > split_at.back()), "pipeline_config.split_points: '", name,
                 "' must come after ", split_at.empty() ? "the first layer" : "the split point before it",
                 " (stages are contiguous runs of layers, in order)");
       split_at.push_back(at);
     }
   }
+  // The balance (split_at empty: automatic, whole layers) by the products per token.
   std::vector<int64_t> costs(static_cast<size_t>(n), layer_attention);
   int64_t head = 0;
   for (const auto& [name, numel] : parameters) {
     if (name == head_weight) head = numel;
-    for (int64_t i = 0; i < n; ++i)
-      if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i)] += numel;
+    for (int64_t i = 0; i < layers; ++i)
+      if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i * shape.parts)] += numel;
   }
-  return plan_stages(costs, 0, head, stages, split_at);
+  StagePlan plan = plan_stages(costs, 0, head, stages, split_at);
+  plan.parts = shape.parts;
+  return plan;
 }
 
 StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points) {
@@ -144,6 +183,19 @@ ChainParameters chain_parameters(models::CausalLM& lm) {
   return out;
 }
 
+Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, const Tensor& x) {
+  Tensor y = x;
+  for (const auto& name : modules) y = layer.submodule(name)(y);
+  return ops::add(x, y);
+}
+
+Tensor run_unit(models::CausalLM& lm, const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit,
+                const Tensor& x) {
+  nn::Module& layer = lm.layers()[static_cast<size_t>(unit / plan.parts)];
+  if (plan.parts == 1) return layer(x);
+  return run_branch(layer, chain.branches[static_cast<size_t>(unit % plan.parts)], x);
+}
+
 std::map<std::string, std::vector<int>> rank_holders(std::map<std::string, std::vector<int>> stage_holders, int ranks) {
   for (auto& [_, stages] : stage_holders) {
     for (int& k : stages) k %= ranks;
@@ -159,8 +211,20 @@ std::map<std::string, std::vector<int>> holders(const models::Structure::Chain& 
   const int last = plan.stages() - 1;
   for (const auto& [name, _] : parameters) {
     std::vector<int> stages;
-    for (size_t i = 0; i < chain.layers.size(); ++i)
-      if (inside(name, chain.layers[i])) stages.push_back(plan.stage_of_layer(static_cast<int64_t>(i)));
+    for (size_t i = 0; i < chain.layers.size(); ++i) {
+      if (!inside(name, chain.layers[i])) continue;
+      int branch = 0;  // of a plan by branches: the one whose modules hold the parameter
+      if (plan.parts > 1) {
+        branch = -1;
+        for (size_t j = 0; j < chain.branches.size(); ++j)
+          for (const auto& m : chain.branches[j])
+            if (inside(name, chain.layers[i] + "." + m)) branch = static_cast<int>(j);
+        ACC_CHECK(branch >= 0, "PIPELINE: parameter '", name, "' is in none of its layer's branches (",
+                  util::join(chain.branches.front()), " ...): the model's Structure::Chain::branches must name "
+                  "every submodule of a layer that holds parameters");
+      }
+      stages.push_back(plan.stage_of_unit(static_cast<int64_t>(i) * plan.parts + branch));
+    }
     for (const auto& m : chain.embedding)
       if (inside(name, m)) stages.push_back(0);
     for (const auto& m : chain.head)

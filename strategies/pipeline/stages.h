@@ -26,29 +26,42 @@ struct StageGrid {
 StageGrid stage_grid(int stages, int tensor_parallel, int world, int rank);
 
 struct StagePlan {
-  // Per stage, the chain's layers [begin, end) it runs.
-  std::vector<std::pair<int64_t, int64_t>> layers;
-  int stages() const { return static_cast<int>(layers.size()); }
-  int stage_of_layer(int64_t layer) const;
+  // Per stage, the chain's units [begin, end) it runs: its layers, or with parts > 1 the layers'
+  // residual branches (Structure::Chain::branches; unit u is branch u % parts of layer u / parts).
+  std::vector<std::pair<int64_t, int64_t>> units;
+  int parts = 1;
+  int stages() const { return static_cast<int>(units.size()); }
+  int stage_of_unit(int64_t unit) const;
 };
 
-// Contiguous stages of at least one layer each whose largest cost is the least possible: a
-// layer costs `layer_costs[i]`, the first stage `first_cost` more, the last `last_cost` more
-// (costs in any unit proportional to compute: parameters used in products). `split_at`, when
-// not empty, gives the first layer of every stage after the first instead.
-StagePlan plan_stages(const std::vector<int64_t>& layer_costs, int64_t first_cost, int64_t last_cost, int stages,
+// Contiguous stages of at least one unit each whose largest cost is the least possible: a unit
+// costs `unit_costs[i]`, the first stage `first_cost` more, the last `last_cost` more (costs in
+// any unit proportional to compute: parameters used in products). `split_at`, when not empty,
+// gives the first unit of every stage after the first instead. The plan's parts stay 1; the
+// caller sets them.
+StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost, int64_t last_cost, int stages,
                       const std::vector<int64_t>& split_at = {});
 
-// The plan for a model whose parameters and their element counts are `parameters`: each
-// layer costs its parameters plus `layer_attention` (its attention's products, in the same
-// units: FLOPs per token / 2), the last stage the head's weight (`head_weight`, used in a
-// product per token), the embedding nothing (a lookup). `split_points` are module names of
-// layers where a stage begins, or ["auto"]. Errors name pipeline_config.split_points or the
-// number of processes.
+// The plan for a model whose parameters and their element counts are `parameters`.
+// `split_points` are
+// - ["auto"] (or none): whole layers balanced by products: each layer costs its parameters plus
+//   `layer_attention` (its attention's products, in the same units: FLOPs per token / 2), the
+//   last stage the head's weight (`head_weight`, used in a product per token), the embedding
+//   nothing (a lookup);
+// - the names of the units where each stage after the first begins: a layer, or a residual
+//   branch of one by a module of it (transformer.h.6.mlp, or its ln_2: the branch begins at its
+//   first module), which cuts the chain by branches.
+// Errors name pipeline_config.split_points or the number of processes.
 StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
                             const std::vector<std::string>& split_points, int64_t layer_attention = 0);
+// The name of a plan's unit: its layer's, or of a plan by branches the layer's with the branch's
+// last module (transformer.h.6.mlp; split_points takes it).
+std::string unit_name(const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit);
+// The plan as the log shows it: each stage's first and last unit ("0: transformer.h.0 ..
+// transformer.h.7; 1: ...").
+std::string describe(const models::Structure::Chain& chain, const StagePlan& plan);
 
 // A causal LM's parameters as a plan needs them: its chain, every parameter's name and element
 // count in order, which one is the head's weight, and what a layer's attention adds to its
@@ -62,6 +75,13 @@ struct ChainParameters {
 // plan_model_stages for `parameters`.
 StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points);
 ChainParameters chain_parameters(models::CausalLM& lm);
+
+// Unit `unit` of `plan` on x: its layer, or its branch of the layer (x + the branch's modules
+// on x, as the layer's forward computes it).
+Tensor run_unit(models::CausalLM& lm, const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit,
+                const Tensor& x);
+// x + `modules` (names within `layer`) run in turn on x.
+Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, const Tensor& x);
 
 // The stages (ascending) that hold each parameter: its layer's, the first for the embedding's,
 // the last for the head's (both for a tied one). A parameter outside the chain is an error

@@ -139,7 +139,8 @@ Structure GPT2::structure() const {
               .shared_parameters = {"transformer.wte.weight"},
               .token_embedding = "transformer.wte",
               .chain = {.embedding = {"transformer.wte", "transformer.wpe"},
-                        .head = {"transformer.ln_f", "transformer.wte"}}};
+                        .head = {"transformer.ln_f", "transformer.wte"},
+                        .branches = {{"ln_1", "attn"}, {"ln_2", "mlp"}}}};  // as GPT2Block::forward runs them
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     const std::string block = "transformer.h." + std::to_string(i);
     s.chain.layers.push_back(block);

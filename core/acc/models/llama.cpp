@@ -118,7 +118,10 @@ Structure Llama::structure() const {
   Structure s{.block_types = {LlamaDecoderLayer::kTypeName},
               .shared_parameters = {"lm_head.weight"},
               .token_embedding = "model.embed_tokens",
-              .chain = {.embedding = {"model.embed_tokens"}, .head = {"model.norm", "lm_head"}}};
+              .chain = {.embedding = {"model.embed_tokens"},
+                        .head = {"model.norm", "lm_head"},
+                        // as LlamaDecoderLayer::forward runs them
+                        .branches = {{"input_layernorm", "self_attn"}, {"post_attention_layernorm", "mlp"}}}};
   auto& groups = s.split_together;
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i);

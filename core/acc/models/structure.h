@@ -30,6 +30,11 @@ struct Structure {
   // of the head's weight: with a tied head, the token embedding again, so two stages hold it).
   struct Chain {
     std::vector<std::string> embedding{}, layers{}, head{};
+    // The residual branches every layer is made of, in order: each the layer's submodules (by
+    // name within the layer) it runs one after another, the layer computing x + branch(x) for
+    // each in turn (GPT-2: {ln_1, attn}, {ln_2, mlp}). A pipeline may cut a layer between its
+    // branches. Empty: layers are cut whole.
+    std::vector<std::vector<std::string>> branches{};
   };
   Chain chain{};
 

@@ -1,10 +1,10 @@
 // PIPELINE against one process: k AdamW steps with clipping on the same global batches give
-// the same losses, gradient norms and parameters, for GPipe, 1F1B and zero bubble, GPT-2 (its tied head on
-// the first and the last stage) and Llama, 5 layers over 1, 2 or 4 stages (uneven: 3 + 2,
-// 2 + 1 + 1 + 1), balanced or at named split points, 4 or 8 microbatches, and on a grid of
-// stages x 2 replicas, and with 2 tensor-parallel ranks per stage (at 8 ranks, 2 stages x 2
-// replicas x 2). Each rank holds only its stage's parameters; evaluation gives every rank the
-// last stage's logits.
+// the same losses, gradient norms and parameters, for GPipe, 1F1B and zero bubble, GPT-2 (its
+// tied head on the first and the last stage) and Llama, 5 layers over 1, 2 or 4 stages (uneven:
+// 3 + 2, 2 + 1 + 1 + 1), balanced or at named split points (inside a layer too), 4 or 8
+// microbatches, and on a grid of stages x 2 replicas, and with 2 tensor-parallel ranks per stage
+// (at 8 ranks, 2 stages x 2 replicas x 2). Each rank holds only its stage's parameters;
+// evaluation gives every rank the last stage's logits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -303,6 +303,21 @@ TEST(Pipeline, NamedSplitPointsTrainAsOneProcess) {
   const std::string points = n == 1 ? "auto" : n == 2 ? "transformer.h.1" : "transformer.h.1, transformer.h.2, transformer.h.4";
   expect_same_run(run_accelerated("gpt2_deep", pipeline_config("1F1B", 4, points), kSteps, kGlobalBatch),
                   run_single_process("gpt2_deep", kSteps, kGlobalBatch));
+}
+
+// Stages that begin inside a layer, at its MLP (the layer's attention on one stage, its MLP on
+// the next), GPT-2 and Llama.
+TEST(Pipeline, StagesCutInsideLayersTrainAsOneProcess) {
+  const int n = world().size();
+  auto points = [n](const std::string& layer) {
+    return n == 1 ? std::string("auto")
+           : n == 2 ? layer + "2.mlp"
+                    : layer + "1.mlp, " + layer + "2, " + layer + "3.mlp";
+  };
+  expect_same_run(run_accelerated("gpt2_deep", pipeline_config("1F1B", 4, points("transformer.h.")), kSteps, kGlobalBatch),
+                  run_single_process("gpt2_deep", kSteps, kGlobalBatch));
+  expect_same_run(run_accelerated("llama_deep", pipeline_config("GPipe", 4, points("model.layers.")), kSteps, kGlobalBatch),
+                  run_single_process("llama_deep", kSteps, kGlobalBatch));
 }
 
 // A model made without parameter memory (as acc::make_model makes it for PIPELINE) gets memory

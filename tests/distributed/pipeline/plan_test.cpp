@@ -19,19 +19,19 @@ namespace {
 using Layers = std::vector<std::pair<int64_t, int64_t>>;
 
 TEST(PlanStages, BalancesTheLargestStage) {
-  EXPECT_EQ(plan_stages({1, 1, 1, 1}, 0, 0, 2).layers, (Layers{{0, 2}, {2, 4}}));
-  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 1).layers, (Layers{{0, 5}}));
-  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 5).layers, (Layers{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));
+  EXPECT_EQ(plan_stages({1, 1, 1, 1}, 0, 0, 2).units, (Layers{{0, 2}, {2, 4}}));
+  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 1).units, (Layers{{0, 5}}));
+  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 5).units, (Layers{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));
   // The head costs as much as a layer: the last stage takes one layer fewer.
-  EXPECT_EQ(plan_stages({2, 2, 2, 2, 2}, 0, 2, 2).layers, (Layers{{0, 3}, {3, 5}}));
+  EXPECT_EQ(plan_stages({2, 2, 2, 2, 2}, 0, 2, 2).units, (Layers{{0, 3}, {3, 5}}));
   // The largest stage cost is the least possible: 5 layers of 2 and a head of 4 on 3 stages.
   const StagePlan plan = plan_stages({2, 2, 2, 2, 2}, 0, 4, 3);
-  EXPECT_EQ(plan.layers, (Layers{{0, 2}, {2, 4}, {4, 5}}));
-  EXPECT_EQ(plan.stage_of_layer(3), 1);
+  EXPECT_EQ(plan.units, (Layers{{0, 2}, {2, 4}, {4, 5}}));
+  EXPECT_EQ(plan.stage_of_unit(3), 1);
 }
 
 TEST(PlanStages, SplitAtTheUsersLayers) {
-  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 3, {1, 4}).layers, (Layers{{0, 1}, {1, 4}, {4, 5}}));
+  EXPECT_EQ(plan_stages({1, 1, 1, 1, 1}, 0, 0, 3, {1, 4}).units, (Layers{{0, 1}, {1, 4}, {4, 5}}));
 }
 
 std::vector<std::pair<std::string, int64_t>> sizes(const models::Model& model) {
@@ -45,7 +45,7 @@ TEST(PlanModelStages, GPT2HoldsItsTiedHeadOnTheFirstAndLastStage) {
   const auto chain = model->structure().chain;
   const StagePlan plan = plan_model_stages(chain, sizes(*model), "transformer.wte.weight", 2, {"auto"});
   ASSERT_EQ(plan.stages(), 2);
-  EXPECT_EQ(plan.layers[0].second, plan.layers[1].first);
+  EXPECT_EQ(plan.units[0].second, plan.units[1].first);
   const auto held = holders(chain, plan, sizes(*model));
   EXPECT_EQ(held.at("transformer.wte.weight"), (std::vector<int>{0, 1}));
   EXPECT_EQ(held.at("transformer.wpe.weight"), (std::vector<int>{0}));
@@ -55,7 +55,7 @@ TEST(PlanModelStages, GPT2HoldsItsTiedHeadOnTheFirstAndLastStage) {
   // Named split points: stage 1 begins at layer 1, stage 2 at layer 3.
   const StagePlan named =
       plan_model_stages(chain, sizes(*model), "transformer.wte.weight", 3, {"transformer.h.1", "transformer.h.3"});
-  EXPECT_EQ(named.layers, (Layers{{0, 1}, {1, 3}, {3, 5}}));
+  EXPECT_EQ(named.units, (Layers{{0, 1}, {1, 3}, {3, 5}}));
 }
 
 // GPT-2 small (12 layers, its 38.6M-parameter head on the last stage) over 2 stages: by
@@ -67,9 +67,9 @@ TEST(PlanModelStages, CountsEachLayersAttention) {
   models::GPT2 gpt2(models::GPT2Config::small());
   const ChainParameters parameters = chain_parameters(gpt2);
   EXPECT_EQ(parameters.layer_attention, 2 * 1024 * 768);
-  EXPECT_EQ(plan_model_stages(parameters.chain, parameters.sizes, parameters.head, 2, {"auto"}).layers,
+  EXPECT_EQ(plan_model_stages(parameters.chain, parameters.sizes, parameters.head, 2, {"auto"}).units,
             (Layers{{0, 9}, {9, 12}}));
-  EXPECT_EQ(plan_model_stages(parameters, 2, {"auto"}).layers, (Layers{{0, 8}, {8, 12}}));
+  EXPECT_EQ(plan_model_stages(parameters, 2, {"auto"}).units, (Layers{{0, 8}, {8, 12}}));
 }
 
 TEST(PlanModelStages, ErrorsNameTheKey) {
@@ -86,6 +86,58 @@ TEST(PlanModelStages, ErrorsNameTheKey) {
                         {"pipeline_config.split_points", "2 stages need 1 split points", "got 2"});
   test::expect_contains(test::error_of([&] { plan_model_stages(chain, named, "lm_head.weight", 2, {"model.layers.0"}); }),
                         {"pipeline_config.split_points", "'model.layers.0' must come after the first layer"});
+}
+
+// A split point may name a module of a layer's residual branch (GPT-2: {ln_1, attn} and
+// {ln_2, mlp}): the chain is then cut by branches, the layer's attention on one stage and its
+// MLP on the next, each branch's parameters with it. GPT-2 small's 8 + 4 layers moved by half a
+// layer: 7.5 + 4.5.
+TEST(PlanModelStages, SplitPointsMayCutALayerBetweenItsBranches) {
+  nn::DeferredInit no_memory;
+  models::GPT2 gpt2(models::GPT2Config::small());
+  const ChainParameters parameters = chain_parameters(gpt2);
+  for (const char* mlp : {"transformer.h.7.mlp", "transformer.h.7.ln_2"}) {
+    const StagePlan plan = plan_model_stages(parameters, 2, {mlp});
+    EXPECT_EQ(plan.parts, 2);
+    EXPECT_EQ(plan.units, (Layers{{0, 15}, {15, 24}})) << mlp;
+    EXPECT_EQ(describe(parameters.chain, plan),
+              "0: transformer.h.0.attn .. transformer.h.7.attn; 1: transformer.h.7.mlp .. transformer.h.11.mlp");
+    const auto held = holders(parameters.chain, plan, parameters.sizes);
+    EXPECT_EQ(held.at("transformer.h.7.ln_1.weight"), (std::vector<int>{0}));
+    EXPECT_EQ(held.at("transformer.h.7.attn.c_proj.weight"), (std::vector<int>{0}));
+    EXPECT_EQ(held.at("transformer.h.7.ln_2.bias"), (std::vector<int>{1}));
+    EXPECT_EQ(held.at("transformer.h.7.mlp.c_fc.weight"), (std::vector<int>{1}));
+    EXPECT_EQ(held.at("transformer.wte.weight"), (std::vector<int>{0, 1}));
+  }
+  // A layer's first branch begins where the layer does; whole layers stay whole.
+  EXPECT_EQ(plan_model_stages(parameters, 2, {"transformer.h.7.attn"}).units, (Layers{{0, 14}, {14, 24}}));
+  EXPECT_EQ(describe(parameters.chain, plan_model_stages(parameters, 2, {"transformer.h.7"})),
+            "0: transformer.h.0 .. transformer.h.6; 1: transformer.h.7 .. transformer.h.11");
+  test::expect_contains(test::error_of([&] { plan_model_stages(parameters, 2, {"transformer.h.7.mlp.c_fc"}); }),
+                        {"pipeline_config.split_points", "'transformer.h.7.mlp.c_fc' is no layer",
+                         "nor a module of a layer's branches (transformer.h.0.mlp)"});
+  // By branches, more stages than layers: 4 stages of a 2-layer Llama.
+  const auto llama = test::make_model("llama");
+  const ChainParameters small = chain_parameters(dynamic_cast<models::CausalLM&>(*llama));
+  EXPECT_EQ(plan_model_stages(small, 4, {"model.layers.0.mlp", "model.layers.1", "model.layers.1.mlp"}).units,
+            (Layers{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+}
+
+// A plan by branches runs what the layers run: each branch x + branch(x), in order, gives the
+// layer's output bit for bit (GPT-2's and Llama's declared branches match their forwards).
+TEST(PlanModelStages, BranchesComputeTheirLayer) {
+  for (const char* name : {"gpt2", "llama"}) {
+    const auto model = test::make_model(name);
+    auto& lm = dynamic_cast<models::CausalLM&>(*model);
+    const auto chain = lm.structure().chain;
+    ASSERT_EQ(chain.branches.size(), 2u) << name;
+    const StagePlan plan{.units = {{0, static_cast<int64_t>(2 * chain.layers.size())}}, .parts = 2};
+    const Tensor x = Tensor::randn({2, 8, lm.head_weight().size(1)}, 7, "x");
+    Tensor whole = x, by_branch = x;
+    for (size_t i = 0; i < chain.layers.size(); ++i) whole = lm.layers()[i](whole);
+    for (int64_t u = 0; u < plan.units[0].second; ++u) by_branch = run_unit(lm, chain, plan, u, by_branch);
+    EXPECT_EQ(by_branch.to_vector(), whole.to_vector()) << name << ": branches against layers";
+  }
 }
 
 using K = Action::Kind;
