@@ -12,6 +12,7 @@
 
 #include "acc/autograd/function.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/autograd/row_gradients.h"
 #include "acc/kernels/convert.h"
 #include "acc/kernels/cross_entropy.h"
 #include "acc/kernels/matmul.h"
@@ -87,10 +88,12 @@ Tensor own_rows(const VocabShard& shard, const int32_t* id, int64_t M, int64_t C
   return pieces;
 }
 
-// The gradient [rows, C] f32 of this rank's rows from the output gradient `grad` [M, C] f32.
-Tensor own_rows_grad(const VocabShard& shard, const int32_t* id, const Tensor& grad, int64_t C) {
+// Adds the gradient of this rank's rows from the output gradient `grad` [M, C] f32 into dw
+// [rows, C] f32.
+void add_own_rows_grad(const VocabShard& shard, const int32_t* id, const Tensor& grad, int64_t C, const Tensor& dw) {
   const int64_t rows = shard.weight.size(0), M = grad.size(0);
-  Tensor dw = Tensor::zeros({rows, C});
+  ACC_CHECK(dw.dtype() == DType::f32 && dw.shape() == Shape({rows, C}), "vocabulary-parallel embedding: the rows' sum "
+            "must be f32 [", rows, ", ", C, "], got ", dw.describe());
   // Column blocks in parallel, every row in order within one: deterministic sums.
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, C, 64), [&](const tbb::blocked_range<int64_t>& cols) {
     for (int64_t i = 0; i < M; ++i) {
@@ -101,6 +104,12 @@ Tensor own_rows_grad(const VocabShard& shard, const int32_t* id, const Tensor& g
       for (int64_t c = cols.begin(); c < cols.end(); ++c) d[c] += g[c];
     }
   });
+}
+
+// The gradient [rows, C] f32 of this rank's rows from the output gradient `grad` [M, C] f32.
+Tensor own_rows_grad(const VocabShard& shard, const int32_t* id, const Tensor& grad, int64_t C) {
+  Tensor dw = Tensor::zeros({shard.weight.size(0), C});
+  add_own_rows_grad(shard, id, grad, C, dw);
   return dw;
 }
 
@@ -123,7 +132,13 @@ Tensor replicated_rows_embedding(const VocabShard& shard, const Tensor& ids, con
   auto backward = [shard, ids, C](autograd::FunctionContext&, const Tensor& grad) -> std::vector<Tensor> {
     ACC_PROFILE("vocab_parallel_embedding.backward");
     memory::CategoryScope scope(memory::Category::activations);
-    return {own_rows_grad(shard, ids.data<int32_t>(), as_f32(grad).view({ids.numel(), C}), C)};
+    const Tensor rows = as_f32(grad).view({ids.numel(), C});
+    // A caller summing the table's gradient itself gets the rows added there (row_gradients.h).
+    if (const Tensor sum = autograd::RowGradients::sum_for(shard.weight.impl().get()); sum.defined()) {
+      add_own_rows_grad(shard, ids.data<int32_t>(), rows, C, sum);
+      return {Tensor()};
+    }
+    return {own_rows_grad(shard, ids.data<int32_t>(), rows, C)};
   };
   if (!shard.trainable) {
     autograd::FunctionContext ctx;

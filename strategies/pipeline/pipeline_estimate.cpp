@@ -79,12 +79,15 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     // Walking this rank's actions: what the schedule holds plus what the action running makes
     // for a while: the loss's chunk of
     // logits (and the hidden states in bf16) in the last stage's forward; in a backward the
-    // chunk's forward again under checkpointing, a block's backward (its largest weight's
-    // gradient and a few [T, C] ones) and at the first stage the embedding's weight gradient
-    // ([V, C] f32).
+    // chunk's forward again under checkpointing and a block's backward (its largest weight's
+    // gradient, a few [T, C] ones and, in Llama's gated MLP, the gate's and the up projection's
+    // [T, I]). The embedding's rows go straight into the step's gradient sum
+    // (autograd::RowGradients): no [V, C] gradient per microbatch.
     const double chunk = std::min(tokens, static_cast<double>(ops::default_loss_chunk_rows(computed.vocab)));
     const double loss = 4 * (w.bf16 ? 1.5 : 1.0) * (chunk * V + tokens * C);
-    const double block_backward = 4 * (static_cast<double>(computed.largest_block_matrix) + 3 * tokens * C);
+    const double gated =
+        shape.family == estimate::Family::llama ? 2 * tokens * static_cast<double>(computed.intermediate) : 0.0;
+    const double block_backward = 4 * (static_cast<double>(computed.largest_block_matrix) + 3 * tokens * C + gated);
     double held = 0, peak = 0;
     for (const Action& a : stage_actions(o.schedule, r, stages, o.microbatches, chunks)) {
       const int k = a.chunk * stages + r;
@@ -96,21 +99,16 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
         held += kept;
         peak = std::max(peak, held + (last && !o.activation_checkpointing ? loss : 0.0));
       } else if (a.kind == Action::Kind::weight) {
-        // The linears' weight gradients, as their weight parts go; at the first stage then the
-        // embedding's, once the layers' weight parts are gone.
-        peak = std::max({peak, held + 4 * static_cast<double>(computed.largest_block_matrix),
-                         k == 0 ? held - weight_part(k) + 4 * (V * C + tokens * C) : 0.0});
+        // The linears' weight gradients, as their weight parts go.
+        peak = std::max(peak, held + 4 * static_cast<double>(computed.largest_block_matrix));
         held -= weight_part(k);
       } else {
         const bool split = o.schedule == Schedule::zero_bubble;
         // The gradient received from the next stage and the one sent back, each [T, C].
         const double edges = 4 * tokens * C * ((last ? 0 : 1) + (k == 0 ? 0 : 1));
-        // The blocks' backward frees what the forward (run again under checkpointing) saved
-        // before the embedding's weight gradient comes at its end (split: in the W).
         const double recomputed = o.activation_checkpointing ? saved(k) : 0.0;
         const double running =
-            edges + std::max(recomputed + std::max(block_backward, o.activation_checkpointing && last ? loss : 0.0),
-                             k == 0 && !split ? 4 * V * C : 0.0);
+            edges + recomputed + std::max(block_backward, o.activation_checkpointing && last ? loss : 0.0);
         // Split, the layers' saved activations go as their weight parts come, a layer at a
         // time: the larger of the two is held at once.
         const double after = split ? weight_part(k) : 0.0;

@@ -9,6 +9,7 @@
 #include "acc/autograd/engine.h"
 #include "acc/autograd/grad_math.h"
 #include "acc/autograd/grad_mode.h"
+#include "acc/autograd/row_gradients.h"
 #include "acc/autograd/split_grad.h"
 #include "acc/memory/allocator.h"
 #include "acc/nn/deferred_init.h"
@@ -328,6 +329,19 @@ models::ModelOutput PipelineModel::train_step(const data::Batch& batch) {
     mb.weights.resize(static_cast<size_t>(options_.stages_per_rank));
   }
   std::vector<Tensor> grads(held_.size());  // whole, f32, summed over the microbatches
+  // A lookup table's rows (the embedding's) are added into its sum as each backward makes them,
+  // not as a dense [V, C] gradient per microbatch (row_gradients.h).
+  const autograd::RowGradients table_rows([&](const TensorImpl* table) {
+    for (size_t i = 0; i < held_.size(); ++i) {
+      if (!held_[i].master.requires_grad() || held_[i].used().impl().get() != table) continue;
+      if (!grads[i].defined()) {
+        memory::CategoryScope category(memory::Category::gradients);
+        grads[i] = Tensor::zeros(held_[i].used().shape(), DType::f32);
+      }
+      return grads[i];
+    }
+    return Tensor();
+  });
   const auto schedule_start = Clock::now();
   for (const Action& a : stage_actions(options_.schedule, stage(), grid_.stages, static_cast<int>(m),
                                       options_.stages_per_rank)) {

@@ -122,15 +122,16 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
           if (name == chain.layers[static_cast<size_t>(i)] + "." + m) return {i, j};
     return {-1, 0};
   };
-  StagePlan shape{.parts = 1};
+  StagePlan plan{.parts = 1};
   if (!automatic && std::ranges::any_of(split_points, [&](const auto& n) { return branch_at(n).first >= 0; }))
-    shape.parts = branches;
-  const int64_t n = layers * shape.parts;
-  const std::string branch_names =
-      shape.parts > 1 ? " cut between their branches (" + unit_name(chain, shape, 0) + ", " + unit_name(chain, shape, 1) + ", ...)" : std::string();
+    plan.parts = branches;
+  const int64_t n = layers * plan.parts;
+  const std::string cut_between = plan.parts == 1 ? std::string()
+                                                  : " cut between their branches (" + unit_name(chain, plan, 0) + ", " +
+                                                        unit_name(chain, plan, 1) + ", ...)";
   ACC_CHECK(stages <= n, "PIPELINE: ", stages, " stages (pipeline_config.stages, or one per process, times "
-            "pipeline_config.stages_per_rank) but the model has only ", n, shape.parts > 1 ? " units (" : " layers (",
-            layer_range(chain.layers), branch_names, "); use at most ", n, " stages");
+            "pipeline_config.stages_per_rank) but the model has only ", n, plan.parts > 1 ? " units (" : " layers (",
+            layer_range(chain.layers), cut_between, "); use at most ", n, " stages");
   std::vector<int64_t> split_at;
   if (!automatic) {
     ACC_CHECK(static_cast<int>(split_points.size()) == stages - 1, "pipeline_config.split_points: ", stages,
@@ -143,23 +144,23 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
                 "' is no layer of the model (its layers: ", layer_range(chain.layers), ")",
                 branches > 1 ? ", nor a module of a layer's branches (" + chain.layers.front() + "." +
                                    chain.branches[1].back() + ")" : std::string());
-      const int64_t at = layer >= 0 ? layer * shape.parts + branch : (it - chain.layers.begin()) * shape.parts;
+      const int64_t at = layer >= 0 ? layer * plan.parts + branch : (it - chain.layers.begin()) * plan.parts;
       ACC_CHECK(at > 0 && (split_at.empty() || at > split_at.back()), "pipeline_config.split_points: '", name,
                 "' must come after ", split_at.empty() ? "the first layer" : "the split point before it",
                 " (stages are contiguous runs of layers, in order)");
       split_at.push_back(at);
     }
   }
-  // The balance (split_at empty: automatic, whole layers) by the products per token.
+  // Automatic (no split_at): whole layers, balanced by the products each computes per token.
   std::vector<int64_t> costs(static_cast<size_t>(n), layer_attention);
   int64_t head = 0;
-  for (const auto& [name, numel] : parameters) {
-    if (name == head_weight) head = numel;
-    for (int64_t i = 0; i < layers; ++i)
-      if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i * shape.parts)] += numel;
-  }
-  StagePlan plan = plan_stages(costs, 0, head, stages, split_at);
-  plan.parts = shape.parts;
+  if (split_at.empty())
+    for (const auto& [name, numel] : parameters) {
+      if (name == head_weight) head = numel;
+      for (int64_t i = 0; i < layers; ++i)
+        if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i)] += numel;
+    }
+  plan.units = plan_stages(costs, 0, head, stages, split_at).units;
   return plan;
 }
 

@@ -1,6 +1,7 @@
 #include "acc/ops/embedding.h"
 
 #include "acc/autograd/function.h"
+#include "acc/autograd/row_gradients.h"
 #include "acc/kernels/embedding.h"
 #include "acc/ops/detail.h"
 #include "acc/util/profiler.h"
@@ -25,8 +26,16 @@ Tensor embedding(const Tensor& table_in, const Tensor& ids_in) {
     kernels::embedding_fwd(table_in.data<bfloat16>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
   else
     kernels::embedding_fwd(table_in.data<float>(), ids.data<int32_t>(), out.data<float>(), N, V, C);
-  autograd::record("embedding", out, {table_in}, [ids, V, C, N](const Tensor& g) {
+  // The table's identity only, to find a RowGradients scope summing its rows.
+  const TensorImpl* table = table_in.impl().get();
+  autograd::record("embedding", out, {table_in}, [ids, V, C, N, table](const Tensor& g) {
     ACC_PROFILE("embedding.backward");
+    if (const Tensor sum = autograd::RowGradients::sum_for(table); sum.defined()) {
+      ACC_CHECK(sum.dtype() == DType::f32 && sum.shape() == Shape({V, C}), "embedding: the rows' sum must be f32 [",
+                V, ", ", C, "], got ", sum.describe());
+      kernels::embedding_bwd(g.data<float>(), ids.data<int32_t>(), sum.data<float>(), N, V, C);
+      return std::vector<Tensor>{Tensor()};
+    }
     Tensor dtable = detail::new_output({V, C});
     dtable.zero_();
     kernels::embedding_bwd(g.data<float>(), ids.data<int32_t>(), dtable.data<float>(), N, V, C);
