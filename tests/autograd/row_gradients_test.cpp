@@ -13,14 +13,10 @@
 namespace acc {
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed) {
-  Tensor t = Tensor::randn(shape, seed, "row_gradients_test");
-  t.set_requires_grad(true);
-  return t;
-}
-
 TEST(RowGradients, EmbeddingRowsGoIntoTheScopesSum) {
-  const Tensor table = leaf({10, 4}, 1), other = leaf({10, 4}, 2), scale = leaf({6, 4}, 3);
+  Tensor table = Tensor::randn({10, 4}, 1, "table"), other = Tensor::randn({10, 4}, 2, "other"),
+         scale = Tensor::randn({6, 4}, 3, "scale");
+  for (Tensor* t : {&table, &other, &scale}) t->set_requires_grad(true);
   const Tensor ids = Tensor::from_vector_i32({1, 3, 3, 0, 9, 3}, {6});  // 3 three times
   // Both tables looked up; a weight after the lookups, so the rows' gradients differ.
   auto loss = [&] {
