@@ -306,7 +306,7 @@ TEST(Pipeline, NamedSplitPointsTrainAsOneProcess) {
 }
 
 // Stages that begin inside a layer, at its MLP (the layer's attention on one stage, its MLP on
-// the next), GPT-2 and Llama.
+// the next), GPT-2 and Llama, and at 4 ranks with 2 tensor-parallel ranks per stage.
 TEST(Pipeline, StagesCutInsideLayersTrainAsOneProcess) {
   const int n = world().size();
   auto points = [n](const std::string& layer) {
@@ -318,6 +318,14 @@ TEST(Pipeline, StagesCutInsideLayersTrainAsOneProcess) {
                   run_single_process("gpt2_deep", kSteps, kGlobalBatch));
   expect_same_run(run_accelerated("llama_deep", pipeline_config("GPipe", 4, points("model.layers.")), kSteps, kGlobalBatch),
                   run_single_process("llama_deep", kSteps, kGlobalBatch));
+  if (n != 4) return;
+  // With tensor parallelism inside the stages (2 stages x 2): the branches call the split
+  // linears as the layers do.
+  Config config = tensor_parallel_config("1F1B", 4);
+  config.section("pipeline_config").set("stages", "2");
+  config.section("pipeline_config").set("split_points", "transformer.h.2.mlp");
+  expect_same_run(run_accelerated("gpt2_deep", config, kSteps, kGlobalBatch),
+                  run_single_process("gpt2_deep", kSteps, kGlobalBatch));
 }
 
 // A model made without parameter memory (as acc::make_model makes it for PIPELINE) gets memory
