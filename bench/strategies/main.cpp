@@ -8,7 +8,7 @@
 //                    [--cases strategies,prefetch,buckets,checkpointing,offload,spmd (default
 //                    these), levers (4 ranks as 2 nodes: levers.sh, link_sweep.sh),
 //                    pipeline (pipeline.sh, pipeline_link.sh)] [--schedules 1F1B,GPipe,interleaved_1F1B,zero_bubble (pipeline: which,
-//                    in order; interleaved with 2 chunks per rank)] [--split-points auto|measured|NAMES
+//                    in order; interleaved with 2 chunks per rank)] [--split-points auto|NAMES
 //                    (pipeline_config.split_points of the pipeline cases; default auto)]
 //                    [--precision both|f32|bf16 (default both)]
 //                    [--levers plain,hybrid,node_copies,int8_gathers,int8_gradients,all (default all)]
