@@ -92,8 +92,6 @@ Tensor own_rows(const VocabShard& shard, const int32_t* id, int64_t M, int64_t C
 // [rows, C] f32.
 void add_own_rows_grad(const VocabShard& shard, const int32_t* id, const Tensor& grad, int64_t C, const Tensor& dw) {
   const int64_t rows = shard.weight.size(0), M = grad.size(0);
-  ACC_CHECK(dw.dtype() == DType::f32 && dw.shape() == Shape({rows, C}), "vocabulary-parallel embedding: the rows' sum "
-            "must be f32 [", rows, ", ", C, "], got ", dw.describe());
   // Column blocks in parallel, every row in order within one: deterministic sums.
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, C, 64), [&](const tbb::blocked_range<int64_t>& cols) {
     for (int64_t i = 0; i < M; ++i) {
@@ -134,7 +132,8 @@ Tensor replicated_rows_embedding(const VocabShard& shard, const Tensor& ids, con
     memory::CategoryScope scope(memory::Category::activations);
     const Tensor rows = as_f32(grad).view({ids.numel(), C});
     // A caller summing the table's gradient itself gets the rows added there (row_gradients.h).
-    if (const Tensor sum = autograd::RowGradients::sum_for(shard.weight.impl().get()); sum.defined()) {
+    if (const Tensor sum = autograd::RowGradients::sum_for(shard.weight.impl().get(), shard.weight.shape());
+        sum.defined()) {
       add_own_rows_grad(shard, ids.data<int32_t>(), rows, C, sum);
       return {Tensor()};
     }

@@ -20,6 +20,21 @@ std::string layer_range(const std::vector<std::string>& layers) {
   return layers.size() == 1 ? layers.front() : layers.front() + " ... " + layers.back();
 }
 
+// The name of a plan's unit: its layer's, or of a plan by branches the layer's with the branch's
+// last module (transformer.h.6.mlp; split_points takes it).
+std::string unit_name(const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit) {
+  const auto layer = static_cast<size_t>(unit / plan.parts);
+  const auto branch = static_cast<size_t>(unit % plan.parts);
+  return plan.parts == 1 ? chain.layers[layer] : chain.layers[layer] + "." + chain.branches[branch].back();
+}
+
+// x + `modules` (names within `layer`) run in turn on x.
+Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, const Tensor& x) {
+  Tensor y = x;
+  for (const auto& name : modules) y = layer.submodule(name)(y);
+  return ops::add(x, y);
+}
+
 }  // namespace
 
 StageGrid stage_grid(int stages, int tensor_parallel, int world, int rank) {
@@ -87,12 +102,6 @@ StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost
   }
   plan.units.assign(reversed.rbegin(), reversed.rend());
   return plan;
-}
-
-std::string unit_name(const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit) {
-  const auto layer = static_cast<size_t>(unit / plan.parts);
-  const auto branch = static_cast<size_t>(unit % plan.parts);
-  return plan.parts == 1 ? chain.layers[layer] : chain.layers[layer] + "." + chain.branches[branch].back();
 }
 
 std::string describe(const models::Structure::Chain& chain, const StagePlan& plan) {
@@ -182,12 +191,6 @@ ChainParameters chain_parameters(models::CausalLM& lm) {
   const double attention = lm.train_flops_per_token(lm.max_seq_len()) - lm.train_flops_per_token(0);
   out.layer_attention = static_cast<int64_t>(std::max(0.0, attention) / 6.0 / layers);
   return out;
-}
-
-Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, const Tensor& x) {
-  Tensor y = x;
-  for (const auto& name : modules) y = layer.submodule(name)(y);
-  return ops::add(x, y);
 }
 
 Tensor run_unit(models::CausalLM& lm, const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit,

@@ -56,11 +56,8 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
                             const std::vector<std::string>& split_points, int64_t layer_attention = 0);
-// The name of a plan's unit: its layer's, or of a plan by branches the layer's with the branch's
-// last module (transformer.h.6.mlp; split_points takes it).
-std::string unit_name(const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit);
-// The plan as the log shows it: each stage's first and last unit ("0: transformer.h.0 ..
-// transformer.h.7; 1: ...").
+// The plan as the log shows it: each stage's first and last unit, a branch by the layer's name
+// and its last module ("0: transformer.h.0 .. transformer.h.7.attn; 1: transformer.h.7.mlp ..").
 std::string describe(const models::Structure::Chain& chain, const StagePlan& plan);
 
 // A causal LM's parameters as a plan needs them: its chain, every parameter's name and element
@@ -77,11 +74,9 @@ StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const
 ChainParameters chain_parameters(models::CausalLM& lm);
 
 // Unit `unit` of `plan` on x: its layer, or its branch of the layer (x + the branch's modules
-// on x, as the layer's forward computes it).
+// run in turn on x, as the layer's forward computes it).
 Tensor run_unit(models::CausalLM& lm, const models::Structure::Chain& chain, const StagePlan& plan, int64_t unit,
                 const Tensor& x);
-// x + `modules` (names within `layer`) run in turn on x.
-Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, const Tensor& x);
 
 // The stages (ascending) that hold each parameter: its layer's, the first for the embedding's,
 // the last for the head's (both for a tied one). A parameter outside the chain is an error

@@ -1,5 +1,8 @@
 #include "acc/autograd/row_gradients.h"
 
+#include "acc/util/error.h"
+#include "acc/util/strings.h"
+
 namespace acc::autograd {
 namespace {
 thread_local RowGradients* innermost = nullptr;
@@ -9,6 +12,12 @@ RowGradients::RowGradients(SumOf sum_of) : sum_of_(std::move(sum_of)), outer_(in
 
 RowGradients::~RowGradients() { innermost = outer_; }
 
-Tensor RowGradients::sum_for(const TensorImpl* table) { return innermost ? innermost->sum_of_(table) : Tensor(); }
+Tensor RowGradients::sum_for(const TensorImpl* table, const Shape& shape) {
+  if (!innermost) return Tensor();
+  Tensor sum = innermost->sum_of_(table);
+  ACC_CHECK(!sum.defined() || (sum.dtype() == DType::f32 && sum.shape() == shape),
+            "RowGradients: the rows' sum must be f32 [", util::join(shape), "], got ", sum.describe());
+  return sum;
+}
 
 }  // namespace acc::autograd

@@ -23,9 +23,10 @@ class RowGradients {
   RowGradients(const RowGradients&) = delete;
   RowGradients& operator=(const RowGradients&) = delete;
 
-  // What the innermost live scope on this thread sums `table`'s rows into; undefined when none
-  // does (the lookup's backward then gives the table a dense gradient).
-  static Tensor sum_for(const TensorImpl* table);
+  // What the innermost live scope on this thread sums the rows of `table` (of shape `shape`)
+  // into; undefined when none does (the lookup's backward then gives the table a dense
+  // gradient). A sum that is not f32 of the table's shape is an error.
+  static Tensor sum_for(const TensorImpl* table, const Shape& shape);
 
  private:
   SumOf sum_of_;
