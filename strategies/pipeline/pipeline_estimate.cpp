@@ -26,7 +26,7 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
   const int64_t rows = w.batch / replicas;
   check_microbatches(rows, o.microbatches, replicas);
   const ChainParameters parameters = chain_parameters(*lm);
-  const StagePlan plan = plan_model_stages(parameters, virtual_stages, o.split_points);
+  const StagePlan plan = plan_model_stages(parameters, virtual_stages, o.split_points, stages);
   const auto held_by = rank_holders(holders(parameters.chain, plan, parameters.sizes), stages);
   const bool tied_across_stages = std::ranges::any_of(held_by, [](const auto& h) { return h.second.size() > 1; });
   // Tensor parallelism: a rank holds 1/T of each split parameter and computes its heads, its

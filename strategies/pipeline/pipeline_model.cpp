@@ -92,7 +92,7 @@ PipelineModel::PipelineModel(std::shared_ptr<models::Model> model, std::shared_p
   const ChainParameters parameters = chain_parameters(lm_);
   chain_ = parameters.chain;
   const int virtual_stages = grid_.stages * options_.stages_per_rank;
-  plan_ = plan_model_stages(parameters, virtual_stages, options_.split_points);
+  plan_ = plan_model_stages(parameters, virtual_stages, options_.split_points, grid_.stages);
   if (world_->rank() == 0 && virtual_stages > 1)
     log::info("PIPELINE: {} stages: {}", virtual_stages, describe(chain_, plan_));
   const auto held_by = rank_holders(holders(parameters.chain, plan_, parameters.sizes), grid_.stages);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "acc/util/error.h"
@@ -100,8 +101,12 @@ int peak_in_flight(const std::vector<Action>& actions) {
   return peak;
 }
 
-Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks) {
+Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks,
+                    const std::vector<StageTimes>& stage_times) {
   const int stages = ranks * chunks;
+  ACC_CHECK(stage_times.empty() || static_cast<int>(stage_times.size()) == stages, "pipeline: simulate needs ", stages,
+            " stages' times, got ", stage_times.size());
+  const StageTimes unit = schedule == Schedule::zero_bubble ? StageTimes{1, 1, 1} : StageTimes{};
   std::vector<std::vector<Action>> orders;
   for (int r = 0; r < ranks; ++r) orders.push_back(stage_actions(schedule, r, ranks, microbatches, chunks));
   // When each (kind, virtual stage, microbatch) finished; a rank runs its next action once the
@@ -125,7 +130,8 @@ Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks) 
           if (it == done.end()) break;
           ready = std::max(ready, it->second);
         }
-        const double cost = a.kind == K::backward && schedule != Schedule::zero_bubble ? 2.0 : 1.0;
+        const StageTimes& t = stage_times.empty() ? unit : stage_times[static_cast<size_t>(s)];
+        const double cost = a.kind == K::forward ? t.forward : a.kind == K::backward ? t.backward : t.weight;
         done[{a.kind, s, a.microbatch}] = free_at[static_cast<size_t>(r)] = ready + cost;
         busy[static_cast<size_t>(r)] += cost;
         ++at;
@@ -142,9 +148,8 @@ Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks) 
               " (chunk ", order[at].chunk, ")");
     out.step = std::max(out.step, free_at[static_cast<size_t>(r)]);
   }
-  double idle = 0;
-  for (int r = 0; r < ranks; ++r) idle += 1.0 - busy[static_cast<size_t>(r)] / out.step;
-  out.idle_share = idle / ranks;
+  for (int r = 0; r < ranks; ++r) out.rank_idle_share.push_back(1.0 - busy[static_cast<size_t>(r)] / out.step);
+  out.idle_share = std::accumulate(out.rank_idle_share.begin(), out.rank_idle_share.end(), 0.0) / ranks;
   return out;
 }
 

@@ -65,13 +65,20 @@ std::vector<Action> stage_actions(Schedule schedule, int rank, int ranks, int mi
 // activations it holds.
 int peak_in_flight(const std::vector<Action>& actions);
 
-// Every rank's actions run with a forward taking 1 and a backward 2 units of time (split: 1
-// for the input's gradient and 1 for the weights'), each as
-// soon as its rank is free and its input has arrived: the step's length and the mean share of
-// it the ranks are idle. Throws naming the rank and action when the orders deadlock.
+// How long a virtual stage's forward, backward and (under zero_bubble: the backward is then the
+// input's gradient only) weight part of one microbatch take.
+struct StageTimes {
+  double forward = 1, backward = 2, weight = 0;
+};
+// Every rank's actions run with the times of `stage_times` (one per virtual stage; empty: a
+// forward taking 1 and a backward 2 units, split 1 and 1), each as soon as its rank is free and
+// its input has arrived: the step's length, the mean share of it the ranks are idle and each
+// rank's. Throws naming the rank and action when the orders deadlock.
 struct Simulation {
   double step = 0, idle_share = 0;
+  std::vector<double> rank_idle_share;
 };
-Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks = 1);
+Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks = 1,
+                    const std::vector<StageTimes>& stage_times = {});
 
 }  // namespace acc::pipeline

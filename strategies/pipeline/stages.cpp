@@ -35,6 +35,49 @@ Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, co
   return ops::add(x, y);
 }
 
+// With more stages than ranks: the plan of `stages` contiguous stages over units [0, n) that
+// scores least by (the busiest rank's sum of its stages' costs, the largest stage's cost), of
+// those the one whose cuts come first (the first stages short, so that every rank starts soon).
+// It searches the cuts in order, dropping every partial plan that can no longer beat the best
+// found. `cost(s, begin, end)` is stage s's. A chain of hundreds of units over dozens of stages
+// could take long: past kBudget partial plans the best found stands.
+template <typename Cost>
+void balance_ranks(std::vector<std::pair<int64_t, int64_t>>& units, int ranks, int64_t n, const Cost& cost) {
+  constexpr int64_t kBudget = int64_t{1} << 22;
+  const auto stages = static_cast<int>(units.size());
+  using Score = std::pair<int64_t, int64_t>;
+  Score best{std::numeric_limits<int64_t>::max(), 0};
+  int64_t total = 0;
+  for (int s = 0; s < stages; ++s) total += cost(s, units[s].first, units[s].second);
+  std::vector<int64_t> sum(static_cast<size_t>(ranks), 0);
+  std::vector<std::pair<int64_t, int64_t>> plan(units.size());
+  int64_t budget = kBudget;
+  // Stage s begins at `begin`; the stages before it cost at most `largest`.
+  auto search = [&](auto& self, int s, int64_t begin, int64_t largest) -> void {
+    if (--budget < 0) return;
+    const int64_t last_end = s == stages - 1 ? n : n - (stages - 1 - s);
+    for (int64_t end = s == stages - 1 ? n : begin + 1; end <= last_end; ++end) {
+      const int64_t c = cost(s, begin, end);
+      int64_t& mine = sum[static_cast<size_t>(s % ranks)];
+      mine += c;
+      // What any plan through here scores at least (the busiest rank has at least its share).
+      const Score least{std::max(std::ranges::max(sum), (total - 1) / ranks + 1), std::max(largest, c)};
+      if (least < best) {
+        plan[static_cast<size_t>(s)] = {begin, end};
+        if (s == stages - 1) {
+          best = least;  // a whole plan scores what it has
+          units = plan;
+        } else {
+          self(self, s + 1, end, least.second);
+        }
+      }
+      mine -= c;
+      if (mine + c > best.first) break;  // costs are >= 0: a longer stage s only adds
+    }
+  };
+  search(search, 0, 0, 0);
+}
+
 }  // namespace
 
 StageGrid stage_grid(int stages, int tensor_parallel, int world, int rank) {
@@ -58,7 +101,7 @@ int StagePlan::stage_of_unit(int64_t unit) const {
 }
 
 StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost, int64_t last_cost, int stages,
-                      const std::vector<int64_t>& split_at) {
+                      const std::vector<int64_t>& split_at, int ranks) {
   const auto n = static_cast<int64_t>(unit_costs.size());
   ACC_CHECK(stages >= 1 && stages <= n, "pipeline: ", stages, " stages need at least as many units; the chain has ", n);
   StagePlan plan;
@@ -101,6 +144,7 @@ StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost
     e = b;
   }
   plan.units.assign(reversed.rbegin(), reversed.rend());
+  if (ranks > 0 && ranks < stages) balance_ranks(plan.units, ranks, n, cost);
   return plan;
 }
 
@@ -117,7 +161,7 @@ std::string describe(const models::Structure::Chain& chain, const StagePlan& pla
 StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
-                            const std::vector<std::string>& split_points, int64_t layer_attention) {
+                            const std::vector<std::string>& split_points, int64_t layer_attention, int ranks) {
   const auto layers = static_cast<int64_t>(chain.layers.size());
   ACC_CHECK(layers > 0, "PIPELINE: the model declares no layers to cut into stages (models::Structure::chain)");
   const bool automatic = split_points.empty() || (split_points.size() == 1 && split_points[0] == "auto");
@@ -169,13 +213,14 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
       for (int64_t i = 0; i < layers; ++i)
         if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i)] += numel;
     }
-  plan.units = plan_stages(costs, 0, head, stages, split_at).units;
+  plan.units = plan_stages(costs, 0, head, stages, split_at, ranks).units;
   return plan;
 }
 
-StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points) {
+StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points,
+                            int ranks) {
   return plan_model_stages(parameters.chain, parameters.sizes, parameters.head, stages, split_points,
-                           parameters.layer_attention);
+                           parameters.layer_attention, ranks);
 }
 
 ChainParameters chain_parameters(models::CausalLM& lm) {

@@ -36,11 +36,14 @@ struct StagePlan {
 
 // Contiguous stages of at least one unit each whose largest cost is the least possible: a unit
 // costs `unit_costs[i]`, the first stage `first_cost` more, the last `last_cost` more (costs in
-// any unit proportional to compute: parameters used in products). `split_at`, when not empty,
-// gives the first unit of every stage after the first instead. The plan's parts stay 1; the
-// caller sets them.
+// any unit proportional to compute: parameters used in products). With more stages than `ranks`
+// (interleaved: virtual stage k runs on rank k % ranks; 0: a rank per stage) a rank's work is
+// the sum of its stages, and the plan makes the busiest rank's sum the least possible first, the
+// largest stage second, and of such plans takes the one whose cuts come first. `split_at`, when
+// not empty, gives the first unit of every stage after the first instead. The plan's parts stay
+// 1; the caller sets them.
 StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost, int64_t last_cost, int stages,
-                      const std::vector<int64_t>& split_at = {});
+                      const std::vector<int64_t>& split_at = {}, int ranks = 0);
 
 // The plan for a model whose parameters and their element counts are `parameters`.
 // `split_points` are
@@ -52,10 +55,11 @@ StagePlan plan_stages(const std::vector<int64_t>& unit_costs, int64_t first_cost
 //   branch of one by a module of it (transformer.h.6.mlp, or its ln_2: the branch begins at its
 //   first module), which cuts the chain by branches.
 // Errors name pipeline_config.split_points or the number of processes.
+// `ranks`: as plan_stages'.
 StagePlan plan_model_stages(const models::Structure::Chain& chain,
                             const std::vector<std::pair<std::string, int64_t>>& parameters,
                             const std::string& head_weight, int stages,
-                            const std::vector<std::string>& split_points, int64_t layer_attention = 0);
+                            const std::vector<std::string>& split_points, int64_t layer_attention = 0, int ranks = 0);
 // The plan as the log shows it: each stage's first and last unit, a branch by the layer's name
 // and its last module ("0: transformer.h.0 .. transformer.h.7.attn; 1: transformer.h.7.mlp ..").
 std::string describe(const models::Structure::Chain& chain, const StagePlan& plan);
@@ -70,7 +74,8 @@ struct ChainParameters {
   int64_t layer_attention = 0;
 };
 // plan_model_stages for `parameters`.
-StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points);
+StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points,
+                            int ranks = 0);
 ChainParameters chain_parameters(models::CausalLM& lm);
 
 // Unit `unit` of `plan` on x: its layer, or its branch of the layer (x + the branch's modules
