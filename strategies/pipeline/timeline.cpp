@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "acc/util/error.h"
+#include "acc/util/profiler.h"
 
 namespace acc::pipeline {
 
@@ -12,6 +13,13 @@ Timeline::Timeline() {
 }
 
 void Timeline::record(const Action& action, Clock::time_point start, Clock::time_point end) {
+  if (profiler::enabled()) {
+    using K = Action::Kind;
+    const char* mark = action.kind == K::forward    ? "pipeline.forward"
+                       : action.kind == K::backward ? "pipeline.backward"
+                                                    : "pipeline.weight";
+    profiler::add(mark, std::chrono::duration<double>(end - start).count(), true);
+  }
   if (prefix_.empty()) return;
   auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - step_start_).count(); };
   spans_.push_back({action, since(start), since(end)});
