@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """plot_pipeline_timeline.py PNG TITLE PREFIX: one training step of the PIPELINE strategy as
-each stage ran it, from the files ACC_PIPELINE_TIMELINE=PREFIX wrote (PREFIX.rank<R>.tsv: F, B
-or W, microbatch, chunk, start and end in seconds): a row per rank, forwards, backwards and
-zero_bubble's weight parts as boxes numbered by microbatch (microbatch.chunk when interleaved); the gaps are the bubble and
-the waits. Needs gnuplot."""
+each stage ran it, from the files ACC_PIPELINE_TIMELINE=PREFIX wrote (PREFIX.rank<R>.tsv: the
+step's start on the machine's steady clock, then F, B or W, microbatch, chunk, start and end in
+seconds): a row per rank, lined up by the ranks' step starts, forwards, backwards and
+zero_bubble's weight parts as boxes numbered by microbatch (microbatch.chunk when interleaved);
+the gaps are the bubble and the waits. Needs gnuplot."""
 import glob
 import re
 import subprocess
@@ -15,14 +16,25 @@ files = sorted(glob.glob(prefix + ".rank*.tsv"), key=lambda f: int(re.search(r"r
 if not files:
     sys.exit(f"plot_pipeline_timeline.py: no {prefix}.rank*.tsv files")
 ranks = len(files)
+
+def step_start(path):
+    first = open(path).readline().split()
+    return float(first[2]) if first[:2] == ["#", "step_start_s"] else 0.0
+
+
+# Each rank's times are from its own step's start; the earliest rank's start is 0.
+origin = min(step_start(path) for path in files)
 with tempfile.TemporaryDirectory() as work:
     end = 0.0
     kinds = {"F": ("forward", "#4477aa"), "B": ("backward", "#ee8866"), "W": ("weight gradients", "#bbcc33")}
     files_of = {kind: open(f"{work}/{kind}.dat", "w") for kind in kinds}
     for rank, path in enumerate(files):
+        shift = step_start(path) - origin
         for line in open(path):
+            if line.startswith("#"):
+                continue
             kind, micro, chunk, start, stop = line.split()
-            start, stop = float(start), float(stop)
+            start, stop = float(start) + shift, float(stop) + shift
             label = micro if chunk == "0" else f"{micro}.{chunk}"
             end = max(end, stop)
             # x centre, y, half width, half height, label

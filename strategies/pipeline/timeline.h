@@ -1,8 +1,10 @@
 #pragma once
 // When each action of a training step ran on this stage, for a picture of the schedule: with
 // ACC_PIPELINE_TIMELINE set to a path prefix, every training step rewrites
-// <prefix>.rank<R>.tsv with one line per action: F, B or W (zero_bubble's weight part), the microbatch, the chunk (0 unless
-// interleaved), and its start and end in seconds from the step's start (what it computed; the gaps are waits for a neighbour).
+// <prefix>.rank<R>.tsv: a first line "# step_start_s <seconds>" (the step's start on the steady
+// clock, shared by the processes of one machine), then one line per action: F, B or W
+// (zero_bubble's weight part), the microbatch, the chunk (0 unless interleaved), and its start
+// and end in seconds from the step's start (what it computed; the gaps are waits for a neighbour).
 // Under ACC_PROFILE=1 each action also counts under pipeline.forward, pipeline.backward or
 // pipeline.weight (beside pipeline.compute, which holds them all).
 // bench/strategies/plot_pipeline_timeline.py draws the files.

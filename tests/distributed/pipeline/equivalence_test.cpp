@@ -265,6 +265,7 @@ TEST(Pipeline, ZeroBubbleRunsTheWeightPartsWhereItsScheduleSays) {
   std::ifstream file(dir / ("step.rank" + std::to_string(world().rank()) + ".tsv"));
   std::vector<std::pair<char, int>> ran;
   std::string line;
+  ASSERT_TRUE(std::getline(file, line) && line.starts_with("# step_start_s\t")) << line;
   while (std::getline(file, line)) ran.emplace_back(line[0], std::stoi(line.substr(2)));
   std::vector<std::pair<char, int>> planned;
   for (const pipeline::Action& a : pipeline::stage_actions(pipeline::Schedule::zero_bubble, world().rank(), p, m))
