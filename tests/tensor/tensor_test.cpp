@@ -66,22 +66,45 @@ TEST(Bf16, RoundsToNearestEven) {
 TEST(Random, SliceOfStreamEqualsSliceOfWhole) {
   Tensor whole = Tensor::randn({1000}, 42, "transformer.h.0.attn.c_attn.weight", 0.f, 0.02f);
   const uint64_t key = random::stream_key(42, "transformer.h.0.attn.c_attn.weight");
-  std::vector<float> part(300);
-  random::fill_normal(part.data(), 500, 300, key, 0.f, 0.02f);
   std::vector<float> w = whole.to_vector();
-  for (int i = 0; i < 300; ++i) EXPECT_EQ(part[i], w[500 + i]);
+  for (const int64_t begin : {500, 501}) {  // a slice may begin at any element
+    std::vector<float> part(300);
+    random::fill_normal(part.data(), begin, 300, key, 0.f, 0.02f);
+    for (int i = 0; i < 300; ++i) EXPECT_EQ(part[i], w[begin + i]) << begin;
+  }
   // Different names give different streams.
   Tensor other = Tensor::randn({1000}, 42, "transformer.h.1.attn.c_attn.weight", 0.f, 0.02f);
   EXPECT_NE(other.to_vector()[0], w[0]);
 }
 
+// Every element fill_normal writes is random::normal's for that element, wherever the slice
+// begins (a faster fill must keep this).
+TEST(Random, FillEqualsTheElementwiseStream) {
+  const uint64_t key = random::stream_key(3, "pairs");
+  const std::vector<std::pair<int64_t, int64_t>> slices{{0, 1}, {1, 1}, {1, 2}, {7, 100}, {500, 301}};
+  for (const auto& [begin, count] : slices) {
+    std::vector<float> got(static_cast<size_t>(count));
+    random::fill_normal(got.data(), begin, count, key, 1.f, 2.f);
+    for (int64_t i = 0; i < count; ++i)
+      EXPECT_EQ(got[static_cast<size_t>(i)], 1.f + 2.f * random::normal(key, static_cast<uint64_t>(begin + i)))
+          << "element " << begin + i;
+  }
+}
+
 TEST(Random, NormalHasUnitMoments) {
   Tensor t = Tensor::randn({200000}, 7, "moments");
-  double sum = 0, sq = 0;
-  for (float v : t.to_vector()) sum += v, sq += static_cast<double>(v) * v;
-  const double mean = sum / 200000, var = sq / 200000 - mean * mean;
+  const std::vector<float> v = t.to_vector();
+  double sum = 0, sq = 0, fourth = 0, pairs = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double x = v[i];
+    sum += x, sq += x * x, fourth += x * x * x * x;
+    if (i % 2 == 0) pairs += x * v[i + 1];  // neighbours uncorrelated
+  }
+  const double n = static_cast<double>(v.size()), mean = sum / n, var = sq / n - mean * mean;
   EXPECT_NEAR(mean, 0.0, 0.01);
   EXPECT_NEAR(var, 1.0, 0.02);
+  EXPECT_NEAR(fourth / n, 3.0, 0.1);       // a normal's kurtosis
+  EXPECT_NEAR(pairs / (n / 2), 0.0, 0.02);
 }
 
 }  // namespace
