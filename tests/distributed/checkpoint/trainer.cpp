@@ -18,7 +18,7 @@ Trainer::Trainer(const std::string& kind, Config config, uint64_t seed) : config
   sharded_ = sharded;
   loader_ = std::make_unique<data::DataLoader>(loader);
   opt_ = std::make_unique<optim::AdamW>(sharded_->param_groups(kWeightDecay),
-                                        optim::AdamWOptions{.lr = kLr});
+                                        kAdam);
   schedule_ = std::make_unique<optim::LRScheduler>(
       *opt_, optim::warmup_cosine_lr(kLr, kLr / 10, 2, kTotalSteps), kLr);
 }

@@ -21,7 +21,7 @@ TEST_P(Accumulation, EqualsOneProcessOnTheJoinedBatch) {
   data::DataLoader loader(make_dataset("gpt2", kSteps * kMicro * kMicroBatch),
                           {.batch_size = kMicroBatch, .prefetch = 0});
   auto [model, rank_loader] = accelerator.prepare(make_model("gpt2"), loader);
-  optim::AdamW opt(model->param_groups(kWeightDecay), {.lr = kLr});
+  optim::AdamW opt(model->param_groups(kWeightDecay), kAdam);
   std::vector<float> norms;
   int optimizer_steps = 0;
   for (auto& batch : rank_loader)

@@ -32,7 +32,7 @@ TEST_P(DeferredInit, TrainsBitForBitAsAFullInit) {
   ASSERT_TRUE(nn::has_deferred_parameters(*model));
   data::DataLoader all(make_dataset(kind, 16), {.batch_size = 8, .prefetch = 0});
   auto [sharded, loader] = accelerate(model, all, deferred);
-  optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+  optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
   std::vector<float> losses;
   for (auto& batch : loader) {
     opt.zero_grad();

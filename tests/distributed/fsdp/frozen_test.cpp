@@ -47,12 +47,12 @@ TEST(Frozen, TrainsAsOneProcessAndCostsNoGradientOrOptimizerMemory) {
   data::DataLoader all(make_dataset("gpt2", 24), {.batch_size = 8, .prefetch = 0});
   // One process, no strategy.
   auto plain = frozen_model();
-  optim::AdamW plain_opt(plain->parameters(), {.lr = kLr});
+  optim::AdamW plain_opt(plain->parameters(), kAdam);
   const Trained reference = train(*plain, all, plain_opt, [](float l) { return l; });
 
   const Config config = strategy_config("FULL_SHARD", "gpt2");
   auto [sharded, loader] = accelerate(frozen_model(), all, config);
-  optim::AdamW opt(sharded->parameters(), {.lr = kLr});
+  optim::AdamW opt(sharded->parameters(), kAdam);
   Trained run = train(*sharded, loader, opt, [](float l) {
     Tensor t = Tensor::from_vector({l / static_cast<float>(world().size())}, {1});
     world().all_reduce(t);

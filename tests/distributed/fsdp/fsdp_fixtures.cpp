@@ -92,7 +92,7 @@ std::vector<std::pair<std::string, std::vector<float>>> values(
 // The user's loop through a sharded model: losses averaged over `group`'s ranks.
 RunResult run_sharded(ShardedModel& sharded, data::DataLoader& loader, dist::ProcessGroup& group,
                       int64_t steps) {
-  optim::AdamW opt(sharded.param_groups(kWeightDecay), {.lr = kLr});
+  optim::AdamW opt(sharded.param_groups(kWeightDecay), kAdam);
   RunResult result = train(
       loader, opt, steps, [&](const data::Batch& b) { return sharded.forward(b); },
       [&](double max_norm) { return sharded.clip_grad_norm(max_norm); },
@@ -194,7 +194,7 @@ RunResult run_one_rank(const std::string& kind, const Config& config, int64_t st
 RunResult run_single_process(const std::string& kind, int64_t steps, int64_t global_batch, int64_t seq) {
   auto loader = global_loader(kind, steps, global_batch, seq);
   auto model = make_model(kind);
-  optim::AdamW opt(decay_groups(*model), {.lr = kLr});
+  optim::AdamW opt(decay_groups(*model), kAdam);
   RunResult result = train(
       loader, opt, steps, [&](const data::Batch& b) { return model->forward(b); },
       [&](double max_norm) { return optim::clip_grad_norm(model->parameters(), max_norm); },
@@ -235,7 +235,7 @@ MemoryPeaks measure_step(const std::function<std::shared_ptr<ShardedModel>()>& w
   MemoryPeaks p;
   {
     auto sharded = wrap();
-    optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+    optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
     int64_t step = 0;
     for (auto& batch : loader) {
       if (step == steps) break;

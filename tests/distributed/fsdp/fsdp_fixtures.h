@@ -54,6 +54,12 @@ struct RunResult {
 };
 
 inline constexpr double kLr = 1e-3, kWeightDecay = 0.1, kMaxNorm = 0.5;
+// The runs compared differ in the order of f32 additions. Adam divides a step by the gradient's
+// own scale, so with its usual eps (1e-8) a gradient at rounding level (~1e-9) moves a parameter
+// by up to a whole learning rate, either way: one element in thousands then differs by ~lr
+// between runs that agree everywhere else, depending on the initial values. With eps 1e-6 such a
+// gradient moves it by ~1e-3 lr, and every gradient above 1e-6 is compared as Adam scales it.
+inline constexpr optim::AdamWOptions kAdam{.lr = kLr, .eps = 1e-6};
 
 // `steps` AdamW steps with clipping through acc::accelerate on the world. Losses are averaged
 // over the data-parallel ranks, parameters gathered whole. `seq` > 0: a language model's

@@ -16,7 +16,7 @@ TEST(IgnoredRows, ARankWithOnlyIgnoredLabelsStillReduces) {
   for (const std::string kind : {"llama", "gpt2"}) {  // Llama's head is not tied: only the loss reaches it
     data::DataLoader loader(make_dataset(kind, 8), {.batch_size = 8, .prefetch = 0});
     auto [sharded, rank_loader] = accelerate(make_model(kind), loader, strategy_config("FULL_SHARD", kind));
-    optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+    optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
     for (auto& batch : rank_loader) {
       data::Batch b = batch;
       if (world().rank() == world().size() - 1) {

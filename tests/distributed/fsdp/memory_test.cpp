@@ -56,7 +56,7 @@ Measured measure(ShardingStrategy strategy, bool bf16) {
   }
   data::DataLoader loader(make_dataset("gpt2", 16), {.batch_size = 8, .prefetch = 0});
   auto [sharded, rank_loader] = accelerate(std::move(model), loader, config);
-  optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+  optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
   int step = 0;
   for (auto& batch : rank_loader) {
     if (step++ == 1) memory::reset_peaks();

@@ -87,7 +87,7 @@ TEST(Offload, TiersHoldMastersGradientsAndStateApart) {
       const Config config = offloading(strategy_config("FULL_SHARD", "gpt2", bf16), tier);
       data::DataLoader all(make_dataset("gpt2", 16), {.batch_size = 8, .prefetch = 0});
       auto [sharded, loader] = accelerate(make_model("gpt2"), all, config);
-      optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+      optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
       for (auto& batch : loader) {
         opt.zero_grad(/*set_to_none=*/false);
         sharded->forward(batch).loss.backward();
@@ -136,7 +136,7 @@ int64_t peak_resident_of_training(Config config, int64_t* optimizer_bytes) {
     c.n_positions = 32;
     data::DataLoader all(make_token_dataset(8, c.vocab_size, 32), {.batch_size = 4, .prefetch = 0});
     auto [sharded, loader] = accelerate(acc::make_model<models::GPT2>(config, c, 0), all, config);
-    optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+    optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
     for (auto& batch : loader) {
       opt.zero_grad(/*set_to_none=*/false);
       sharded->forward(batch).loss.backward();

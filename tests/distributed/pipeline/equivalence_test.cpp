@@ -223,7 +223,7 @@ TEST(Pipeline, NoSyncKeepsGradientsOnTheRankUntilTheStepAfterIt) {
   Accelerator accelerator({.config = config, .gradient_accumulation_steps = kMicro});
   data::DataLoader loader(make_dataset("gpt2", kSteps * kMicro * kMicroBatch), {.batch_size = kMicroBatch, .prefetch = 0});
   auto [model, rank_loader] = accelerator.prepare(make_model("gpt2_deep"), loader);
-  optim::AdamW opt(model->param_groups(kWeightDecay), {.lr = kLr});
+  optim::AdamW opt(model->param_groups(kWeightDecay), kAdam);
   std::vector<float> norms;
   for (auto& batch : rank_loader)
     accelerator.accumulate([&] {

@@ -60,7 +60,7 @@ TEST_P(ShardOutput, LossOnGatheredLogitsTrainsAsOneProcess) {
   std::dynamic_pointer_cast<models::CausalLM>(model)->set_return_logits(true);
   data::DataLoader loader(make_dataset("llama", kSteps * kGlobalBatch), {.batch_size = kGlobalBatch, .prefetch = 0});
   auto [sharded, rank_loader] = accelerate(model, loader, config_for(tensor_parallel, true));
-  optim::AdamW opt(sharded->param_groups(kWeightDecay), {.lr = kLr});
+  optim::AdamW opt(sharded->param_groups(kWeightDecay), kAdam);
   const auto global = global_batches(kSteps);
   std::vector<float> losses, norms;  // norms: Adam would hide a gradient's scale
   for (auto& batch : rank_loader) {
