@@ -48,7 +48,7 @@ with tempfile.TemporaryDirectory() as work:
     script = f"""set terminal png size 1100,{140 + 70 * ranks} noenhanced
 set output "{png}"
 set title "{title}"
-set xlabel "seconds from the step's start"
+set xlabel "seconds from the step's start on the earliest rank"
 set ylabel "rank"
 set yrange [{ranks - 0.5}:-0.5]
 set ytics 1

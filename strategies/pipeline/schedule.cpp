@@ -148,7 +148,8 @@ Simulation simulate(Schedule schedule, int ranks, int microbatches, int chunks,
               " (chunk ", order[at].chunk, ")");
     out.step = std::max(out.step, free_at[static_cast<size_t>(r)]);
   }
-  for (int r = 0; r < ranks; ++r) out.rank_idle_share.push_back(1.0 - busy[static_cast<size_t>(r)] / out.step);
+  for (int r = 0; r < ranks; ++r)
+    out.rank_idle_share.push_back(out.step > 0 ? 1.0 - busy[static_cast<size_t>(r)] / out.step : 0.0);
   out.idle_share = std::accumulate(out.rank_idle_share.begin(), out.rank_idle_share.end(), 0.0) / ranks;
   return out;
 }

@@ -39,17 +39,25 @@ Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, co
 // scores least by (the busiest rank's sum of its stages' costs, the largest stage's cost), of
 // those the one whose cuts come first (the first stages short, so that every rank starts soon).
 // It searches the cuts in order, dropping every partial plan that can no longer beat the best
-// found. `cost(s, begin, end)` is stage s's. A chain of hundreds of units over dozens of stages
-// could take long: past kBudget partial plans the best found stands.
+// found, from `units` (a plan balancing the largest stage) as the one to beat: a chain of
+// hundreds of units over dozens of stages could take long, and past kBudget partial plans the
+// best found stands, never worse than `units`. `cost(s, begin, end)` is stage s's.
 template <typename Cost>
 void balance_ranks(std::vector<std::pair<int64_t, int64_t>>& units, int ranks, int64_t n, const Cost& cost) {
   constexpr int64_t kBudget = int64_t{1} << 22;
   const auto stages = static_cast<int>(units.size());
   using Score = std::pair<int64_t, int64_t>;
-  Score best{std::numeric_limits<int64_t>::max(), 0};
-  int64_t total = 0;
-  for (int s = 0; s < stages; ++s) total += cost(s, units[s].first, units[s].second);
   std::vector<int64_t> sum(static_cast<size_t>(ranks), 0);
+  int64_t total = 0, largest_start = 0;
+  for (int s = 0; s < stages; ++s) {
+    const int64_t c = cost(s, units[s].first, units[s].second);
+    sum[static_cast<size_t>(s % ranks)] += c;
+    total += c;
+    largest_start = std::max(largest_start, c);
+  }
+  // One above `units`' own score, so that an earlier plan scoring the same replaces it.
+  Score best{std::ranges::max(sum), largest_start + 1};
+  std::ranges::fill(sum, 0);
   std::vector<std::pair<int64_t, int64_t>> plan(units.size());
   int64_t budget = kBudget;
   // Stage s begins at `begin`; the stages before it cost at most `largest`.
@@ -72,7 +80,7 @@ void balance_ranks(std::vector<std::pair<int64_t, int64_t>>& units, int ranks, i
         }
       }
       mine -= c;
-      if (mine + c > best.first) break;  // costs are >= 0: a longer stage s only adds
+      if (!(least < best)) break;  // costs are >= 0: a longer stage s scores no less
     }
   };
   search(search, 0, 0, 0);

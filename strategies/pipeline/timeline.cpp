@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 
 #include "acc/util/error.h"
 #include "acc/util/profiler.h"
@@ -30,8 +31,10 @@ void Timeline::end_step(int rank) const {
   const std::string path = prefix_ + ".rank" + std::to_string(rank) + ".tsv";
   std::ofstream out(path + ".tmp");
   // The step's start on the steady clock, which all processes of a machine share: the plot lines
-  // the ranks' rows up by it.
-  out << "# step_start_s\t" << std::chrono::duration<double>(step_start_.time_since_epoch()).count() << '\n';
+  // the ranks' rows up by it (to the microsecond: the clock counts from boot).
+  out << "# step_start_s\t" << std::fixed << std::setprecision(6)
+      << std::chrono::duration<double>(step_start_.time_since_epoch()).count() << '\n'
+      << std::defaultfloat;
   for (const Span& s : spans_)
     out << "FBW"[static_cast<int>(s.action.kind)] << '\t' << s.action.microbatch << '\t'
         << s.action.chunk << '\t' << s.start_s << '\t' << s.end_s << '\n';
