@@ -23,13 +23,14 @@ def step_start(path):
 
 
 # Each rank's times are from its own step's start; the earliest rank's start is 0.
-origin = min(step_start(path) for path in files)
+starts = [step_start(path) for path in files]
+origin = min(starts)
 with tempfile.TemporaryDirectory() as work:
     end = 0.0
     kinds = {"F": ("forward", "#4477aa"), "B": ("backward", "#ee8866"), "W": ("weight gradients", "#bbcc33")}
     files_of = {kind: open(f"{work}/{kind}.dat", "w") for kind in kinds}
     for rank, path in enumerate(files):
-        shift = step_start(path) - origin
+        shift = starts[rank] - origin
         for line in open(path):
             if line.startswith("#"):
                 continue

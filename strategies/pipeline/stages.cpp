@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "acc/ops/ops.h"
 #include "acc/util/error.h"
@@ -33,6 +34,24 @@ Tensor run_branch(nn::Module& layer, const std::vector<std::string>& modules, co
   Tensor y = x;
   for (const auto& name : modules) y = layer.submodule(name)(y);
   return ops::add(x, y);
+}
+
+// What `auto` balances, per layer: the parameters it uses in products per token plus
+// `layer_attention`; and the head's weight, which the last stage uses so (0 when none is named).
+struct ProductCosts {
+  std::vector<int64_t> layers;
+  int64_t head = 0;
+};
+ProductCosts product_costs(const models::Structure::Chain& chain,
+                           const std::vector<std::pair<std::string, int64_t>>& parameters,
+                           const std::string& head_weight, int64_t layer_attention) {
+  ProductCosts out{.layers = std::vector<int64_t>(chain.layers.size(), layer_attention)};
+  for (const auto& [name, numel] : parameters) {
+    if (name == head_weight) out.head = numel;
+    for (size_t i = 0; i < chain.layers.size(); ++i)
+      if (inside(name, chain.layers[i])) out.layers[i] += numel;
+  }
+  return out;
 }
 
 // With more stages than ranks: the plan of `stages` contiguous stages over units [0, n) that
@@ -212,17 +231,25 @@ StagePlan plan_model_stages(const models::Structure::Chain& chain,
       split_at.push_back(at);
     }
   }
-  // Automatic (no split_at): whole layers, balanced by the products each computes per token.
-  std::vector<int64_t> costs(static_cast<size_t>(n), layer_attention);
-  int64_t head = 0;
-  if (split_at.empty())
-    for (const auto& [name, numel] : parameters) {
-      if (name == head_weight) head = numel;
-      for (int64_t i = 0; i < layers; ++i)
-        if (inside(name, chain.layers[static_cast<size_t>(i)])) costs[static_cast<size_t>(i)] += numel;
-    }
-  plan.units = plan_stages(costs, 0, head, stages, split_at, ranks).units;
+  if (!split_at.empty()) {
+    plan.units = plan_stages(std::vector<int64_t>(static_cast<size_t>(n), 0), 0, 0, stages, split_at).units;
+    return plan;
+  }
+  // Automatic: whole layers, balanced by the products each computes per token.
+  const ProductCosts costs = product_costs(chain, parameters, head_weight, layer_attention);
+  plan.units = plan_stages(costs.layers, 0, costs.head, stages, {}, ranks).units;
   return plan;
+}
+
+std::vector<int64_t> stage_costs(const ChainParameters& parameters, const StagePlan& plan) {
+  ACC_CHECK(plan.parts == 1, "pipeline: stage_costs counts whole layers, not a plan by branches");
+  const ProductCosts costs =
+      product_costs(parameters.chain, parameters.sizes, parameters.head, parameters.layer_attention);
+  std::vector<int64_t> out;
+  for (const auto& [begin, end] : plan.units)
+    out.push_back(std::accumulate(costs.layers.begin() + begin, costs.layers.begin() + end, int64_t{0}));
+  if (!out.empty()) out.back() += costs.head;
+  return out;
 }
 
 StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points,

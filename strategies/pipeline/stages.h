@@ -76,6 +76,9 @@ struct ChainParameters {
 // plan_model_stages for `parameters`.
 StagePlan plan_model_stages(const ChainParameters& parameters, int stages, const std::vector<std::string>& split_points,
                             int ranks = 0);
+// What `auto` balances, for each stage of a whole-layer `plan`: its layers' parameters used in
+// products per token and their attention, and on the last stage the head's weight.
+std::vector<int64_t> stage_costs(const ChainParameters& parameters, const StagePlan& plan);
 ChainParameters chain_parameters(models::CausalLM& lm);
 
 // Unit `unit` of `plan` on x: its layer, or its branch of the layer (x + the branch's modules

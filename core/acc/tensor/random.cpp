@@ -24,22 +24,6 @@ void parallel_fill(float* dst, int64_t count, Fn&& fn) {
                     });
 }
 
-}  // namespace
-
-uint64_t stream_key(uint64_t seed, std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the name
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return mix(seed ^ mix(h));
-}
-
-uint64_t bits(uint64_t key, uint64_t index) { return mix(key + mix(index + 0x9e3779b97f4a7c15ULL)); }
-
-float uniform(uint64_t key, uint64_t index) {
-  return static_cast<float>(bits(key, index) >> 40) * (1.0f / 16777216.0f);  // 24 bits
-}
-
-namespace {
-
 // The two standard normals of pair k of the stream, elements 2k and 2k + 1: Box-Muller on one
 // 64-bit draw, 24 bits for the radius and 24 for the angle, in float. One log, one square root
 // and one sine-and-cosine give two values (a double log and cosine per value before: 2.8x slower).
@@ -53,6 +37,18 @@ std::pair<float, float> normal_pair(uint64_t key, uint64_t k) {
 }
 
 }  // namespace
+
+uint64_t stream_key(uint64_t seed, std::string_view name) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the name
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  return mix(seed ^ mix(h));
+}
+
+uint64_t bits(uint64_t key, uint64_t index) { return mix(key + mix(index + 0x9e3779b97f4a7c15ULL)); }
+
+float uniform(uint64_t key, uint64_t index) {
+  return static_cast<float>(bits(key, index) >> 40) * (1.0f / 16777216.0f);  // 24 bits
+}
 
 float normal(uint64_t key, uint64_t index) {
   const auto [even, odd] = normal_pair(key, index >> 1);

@@ -76,23 +76,12 @@ TEST(PlanModelStages, CountsEachLayersAttention) {
   EXPECT_EQ(plan_model_stages(parameters, 2, {"auto"}).units, (Layers{{0, 8}, {8, 12}}));
 }
 
-// Each virtual stage's times with the cost the planner counts (parameters used in products per
-// token, plus each layer's attention; the head's weight on the last stage) as its forward and
-// twice that as its backward, for a whole-layer plan.
+// Each virtual stage's times with the cost the planner balances (stage_costs) as its forward
+// and twice that as its backward.
 std::vector<StageTimes> stage_times(const ChainParameters& parameters, const StagePlan& plan) {
-  std::vector<double> costs;
-  for (const auto& [begin, end] : plan.units) {
-    double c = static_cast<double>((end - begin) * parameters.layer_attention);
-    for (const auto& [name, numel] : parameters.sizes) {
-      for (int64_t i = begin; i < end; ++i)
-        if (name.starts_with(parameters.chain.layers[static_cast<size_t>(i)] + ".")) c += static_cast<double>(numel);
-    }
-    costs.push_back(c);
-  }
-  for (const auto& [name, numel] : parameters.sizes)
-    if (name == parameters.head) costs.back() += static_cast<double>(numel);
   std::vector<StageTimes> times;
-  for (double c : costs) times.push_back({.forward = c, .backward = 2 * c});
+  for (const int64_t c : stage_costs(parameters, plan))
+    times.push_back({.forward = static_cast<double>(c), .backward = 2.0 * static_cast<double>(c)});
   return times;
 }
 
