@@ -76,10 +76,16 @@ double profiled_seconds(const char* name) {
   return 0;
 }
 
+// Steps before the timed ones: the first builds the primitives and touches the pages; its
+// optimizer step then takes AdamW's state from the blocks the allocator kept, so the second
+// step's gradients still come from fresh pages (at 2 ranks its first backward faulted ~120 MB,
+// ~50 ms on each rank). From the third on a step reuses everything.
+constexpr int kWarmUpSteps = 2;
+
 Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t batch, int64_t seq,
                 int64_t steps) {
   const int64_t resident_before = memory::begin_resident_phase();
-  data::DataLoader loader(std::make_shared<RandomTokens>((steps + 1) * batch, seq, gpt.vocab_size),
+  data::DataLoader loader(std::make_shared<RandomTokens>((steps + kWarmUpSteps) * batch, seq, gpt.vocab_size),
                           {.batch_size = batch, .prefetch = 0});
   auto [sharded, rank_loader] = accelerate(make_model<models::GPT2>(config, gpt, 0), loader, config);
   optim::AdamW opt(sharded->param_groups(0.1), {.lr = 1e-4});
@@ -90,8 +96,7 @@ Result run_case(const models::GPT2Config& gpt, const Config& config, int64_t bat
     opt.step();
   };
   auto it = rank_loader.begin();
-  step(*it);  // warm-up: primitive creation, first-touch pages
-  ++it;
+  for (int i = 0; i < kWarmUpSteps; ++i, ++it) step(*it);
   world().barrier();
   memory::reset_peaks();
   profiler::reset();
@@ -496,9 +501,13 @@ struct Bench {
       const double formula = static_cast<double>(stages - 1) / (chunks * micro + stages - 1);
       const std::string named = zero_bubble ? "(p-1)/(3m+p-1)" : interleaved ? "(p-1)/(2m+p-1)" : "(p-1)/(m+p-1)";
       rows.push_back({label + " bubble (mean idle share)", "%", 100 * bubble, 100 * formula, named, 0});
-      // Per rank, the least and the most idle: the issue asks each within 10% of the formula.
-      rows.push_back({label + " bubble (least idle rank)", "%", 100 * std::ranges::min(idle), 100 * formula, named, 0});
-      rows.push_back({label + " bubble (most idle rank)", "%", 100 * std::ranges::max(idle), 100 * formula, named, 0});
+      // Per rank, the least and the most idle; under 1F1B each should be within 10% of the
+      // formula, which holds for stages of equal times (pipeline.sh also runs such stages).
+      const double within = kind == pipeline::Schedule::one_f_one_b ? 1.10 : 0.0;
+      rows.push_back(
+          {label + " bubble (least idle rank)", "%", 100 * std::ranges::min(idle), 100 * formula, named, within});
+      rows.push_back(
+          {label + " bubble (most idle rank)", "%", 100 * std::ranges::max(idle), 100 * formula, named, within});
       // The formula holds for stages of equal times. What the schedule makes of the stages'
       // measured times (each rank's forwards, backwards and weight parts, per microbatch, run
       // through pipeline::simulate) shows how much of a rank's gap to it is their difference.

@@ -114,8 +114,9 @@ void report(const std::string& title, const std::vector<Row>& rows, const std::s
     char ratio[32] = "", target[32] = "", change[32] = "";
     if (r.ceiling > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.value / r.ceiling);
     if (r.target > 0) {
-      // Sizes and times are better when smaller: their target is a ceiling, others' a floor.
-      const bool smaller_is_better = r.unit == "MB" || r.unit == "ms" || r.unit == "s";
+      // Sizes, times and shares (idle, spread) are better when smaller: their target is a
+      // ceiling, others' a floor.
+      const bool smaller_is_better = r.unit == "MB" || r.unit == "ms" || r.unit == "s" || r.unit == "%";
       const double q = r.value / r.ceiling;
       const bool met = smaller_is_better ? q <= r.target : q >= r.target;
       std::snprintf(target, sizeof target, "%s%s%.2fx", met ? "" : "!", smaller_is_better ? "<=" : ">=", r.target);
