@@ -145,6 +145,26 @@ TEST(SplitGrad, KeptNodesHoldTheirOutputsGradientUntilTheSecondPart) {
   EXPECT_LE(activations() - before - weights[0].nbytes(), held - 64 * 1024 * 4);
 }
 
+// With a bf16 weight the product runs in bf16: the first part makes the linear's output
+// gradient bf16 once and the engine holds that for the second part, not the f32 one; the
+// bias's gradient, a sum in f32, is made in the first part and handed out in the second.
+TEST(SplitGrad, ABf16ProductKeepsItsGradientInBf16) {
+  Tensor x = leaf({64, 256}, 1), w = Tensor::randn({4096, 256}, 2, "split_grad_test").to(DType::bf16);
+  w.set_requires_grad(true);
+  Tensor b = leaf({4096}, 3);
+  const auto output = [&] { return ops::sum(ops::gelu(ops::linear(x, w, b))); };
+  const std::vector<Tensor> whole = autograd::grad(output(), Tensor(), {x, w, b});
+  const auto activations = [] { return memory::report()[memory::Category::activations].current; };
+  const int64_t before = activations();
+  auto split = [&] { return autograd::split_grad(output(), Tensor(), {x}, {w, b}); }();
+  const int64_t held = activations() - before;
+  EXPECT_GE(held, 64 * 4096 * 2);  // the bf16 gradient
+  EXPECT_LT(held, 64 * 4096 * 4);  // not the f32 one (1 MiB)
+  expect_same(split.inputs, {whole[0]});
+  EXPECT_FALSE(split.weights_now[0].defined() || split.weights_now[1].defined());
+  expect_same(split.weights.compute(), {whole[1], whole[2]});
+}
+
 TEST(SplitGrad, AWeightThatIsAlsoAnInputIsAnError) {
   Tensor x = leaf({2, 2}, 1);
   test::expect_contains(test::error_of([&] { autograd::split_grad(ops::sum(x), Tensor(), {x}, {x}); }),

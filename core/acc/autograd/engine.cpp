@@ -20,6 +20,9 @@ thread_local PassState t_pass;
 
 // The inputs the node being applied on this thread is asked for (input_wanted); null: all.
 thread_local const std::vector<bool>* t_wanted = nullptr;
+// Where keep_for_later_call puts the gradient the engine keeps for the node's later call;
+// null when no later call follows.
+thread_local Tensor* t_kept = nullptr;
 
 class PassScope {
  public:
@@ -76,12 +79,18 @@ void check_input_grads(const Node& node, const std::vector<Tensor>& grads) {
 }
 
 // node->apply(grad) asking for the inputs in `wanted` (null: all); the others' gradients are
-// dropped, whatever the node returned for them.
-std::vector<Tensor> apply_for(Node& node, const Tensor& grad, const std::vector<bool>* wanted) {
-  struct Asking {  // t_wanted for the call, restored however it ends (a node may nest a pass)
+// dropped, whatever the node returned for them. `kept`: where what the node keeps for a later
+// call goes (keep_for_later_call), null when none follows.
+std::vector<Tensor> apply_for(Node& node, const Tensor& grad, const std::vector<bool>* wanted,
+                              Tensor* kept = nullptr) {
+  struct Asking {  // t_wanted and t_kept for the call, restored however it ends (a node may nest a pass)
     const std::vector<bool>* outer;
-    ~Asking() { t_wanted = outer; }
-  } asking{std::exchange(t_wanted, wanted)};
+    Tensor* outer_kept;
+    ~Asking() {
+      t_wanted = outer;
+      t_kept = outer_kept;
+    }
+  } asking{std::exchange(t_wanted, wanted), std::exchange(t_kept, kept)};
   std::vector<Tensor> grads = node.apply(grad);
   check_input_grads(node, grads);
   if (wanted)
@@ -146,9 +155,10 @@ void execute(const std::shared_ptr<Node>& root, Tensor seed, Captures* captures,
               defers |= node->next()[i] && !now[i];
             }
           }
-          input_grads = apply_for(*node, grad, defers ? &now : nullptr);
+          Tensor kept;  // what the node asked to be kept instead of its output's gradient
+          input_grads = apply_for(*node, grad, defers ? &now : nullptr, defers ? &kept : nullptr);
           if (defers)
-            split->deferred.emplace_back(node, std::move(grad));
+            split->deferred.emplace_back(node, kept.defined() ? std::move(kept) : std::move(grad));
           else
             node->release();
           grad = Tensor();
@@ -286,6 +296,10 @@ std::vector<Tensor> grad(const Tensor& root, const Tensor& seed, const std::vect
 bool in_backward() { return t_pass.depth > 0; }
 
 bool input_wanted(size_t i) { return !t_wanted || (i < t_wanted->size() && (*t_wanted)[i]); }
+
+void keep_for_later_call(Tensor grad) {
+  if (t_kept) *t_kept = std::move(grad);
+}
 
 void queue_callback(std::function<void()> fn) {
   ACC_CHECK(t_pass.depth > 0, "queue_callback: no backward pass is running on this thread");

@@ -1,5 +1,8 @@
 #include "acc/ops/matmul.h"
 
+#include <memory>
+#include <utility>
+
 #include "acc/autograd/function.h"
 #include "acc/kernels/matmul.h"
 #include "acc/ops/detail.h"
@@ -70,8 +73,11 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
       "matmul", out, {a_in, b_in},
       [=](const Tensor& g) {
         ACC_PROFILE("matmul.backward");
-        return product_grads(a, b, trans_a, trans_b, detail::in_dtype(g, dtype), need_a && autograd::input_wanted(0),
-                             need_b && autograd::input_wanted(1));
+        const bool want_a = need_a && autograd::input_wanted(0), want_b = need_b && autograd::input_wanted(1);
+        Tensor g2 = detail::in_dtype(g, dtype);
+        // A split backward's later call gets g2: made once, and held in the product's dtype.
+        if (want_a != need_a || want_b != need_b) autograd::keep_for_later_call(g2);
+        return product_grads(a, b, trans_a, trans_b, g2, want_a, want_b);
       },
       autograd::Inputs::separable);
   return out;
@@ -105,15 +111,23 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
   autograd::record(
       "linear", out, {x_in, w_in, bias_in},
-      [=, x_shape = x_in.shape()](const Tensor& g) {
+      [=, x_shape = x_in.shape(), later_db = std::make_shared<Tensor>()](const Tensor& g) {
         ACC_PROFILE("linear.backward");
-        const bool want_x = need_x && autograd::input_wanted(0);
-        Tensor g2 = detail::in_dtype(g, dtype).view({rows, out_features});
-        auto grads = product_grads(x, w, false, true, g2, want_x, need_w && autograd::input_wanted(1));
+        const bool want_x = need_x && autograd::input_wanted(0), want_w = need_w && autograd::input_wanted(1);
+        const bool want_b = need_b && autograd::input_wanted(2);
+        Tensor g2 = detail::in_dtype(g, dtype);
+        // A split backward's later call gets g2 (made once, held in the product's dtype), so the
+        // bias's gradient, a sum of g in f32, is made now for it.
+        if (want_x != need_x || want_w != need_w || want_b != need_b) {
+          autograd::keep_for_later_call(g2);
+          if (need_b && !want_b) *later_db = detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features);
+        }
+        auto grads = product_grads(x, w, false, true, g2.view({rows, out_features}), want_x, want_w);
         Tensor dx = want_x ? grads[0].view(x_shape) : Tensor();
-        Tensor db = need_b && autograd::input_wanted(2)
-                        ? detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features)
-                        : Tensor();
+        Tensor db;
+        if (want_b)
+          db = later_db->defined() ? std::exchange(*later_db, Tensor())
+                                   : detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features);
         return std::vector<Tensor>{dx, grads[1], db};
       },
       autograd::Inputs::separable);
