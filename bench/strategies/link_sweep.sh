@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/strategies/link_sweep.sh GBPS... : the levers for many machines against the speed of the
 # link between machines. GPT-2 small, global batch 8 x 512, bf16, 4 ranks x 1 thread as 2
-# simulated nodes of 2 (ACC_RANKS_PER_NODE=2), one warm-up and one timed step per case: first
+# simulated nodes of 2 (ACC_RANKS_PER_NODE=2), two warm-up steps and one timed step per case: first
 # with no link (one machine's speed), then with the cross-node link simulated at each GBPS
 # (ACC_SIM_CROSS_NODE_GBPS, 50 us latency); at each, plain FULL_SHARD with one lane
 # (ACC_URGENT_LANE=0, the baseline) and every lever of bench_strategies --cases levers with

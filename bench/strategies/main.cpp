@@ -501,9 +501,11 @@ struct Bench {
       const double formula = static_cast<double>(stages - 1) / (chunks * micro + stages - 1);
       const std::string named = zero_bubble ? "(p-1)/(3m+p-1)" : interleaved ? "(p-1)/(2m+p-1)" : "(p-1)/(m+p-1)";
       rows.push_back({label + " bubble (mean idle share)", "%", 100 * bubble, 100 * formula, named, 0});
-      // Per rank, the least and the most idle; under 1F1B each should be within 10% of the
-      // formula, which holds for stages of equal times (pipeline.sh also runs such stages).
-      const double within = kind == pipeline::Schedule::one_f_one_b ? 1.10 : 0.0;
+      // Per rank, the least and the most idle. Under 1F1B with a stage per rank each should be
+      // at most 1.10x the formula, which holds for stages of equal times (pipeline.sh also runs
+      // such stages) and a core per rank: with 4 ranks on 2 cores a waiting rank lends its core
+      // and idles less than any schedule allows, so the row then says little either way.
+      const double within = kind == pipeline::Schedule::one_f_one_b && stages == p ? 1.10 : 0.0;
       rows.push_back(
           {label + " bubble (least idle rank)", "%", 100 * std::ranges::min(idle), 100 * formula, named, within});
       rows.push_back(

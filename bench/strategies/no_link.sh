@@ -4,7 +4,7 @@
 # thread, no simulated link, in two settings: one_machine (one node of 4 ranks, what a user on
 # one machine runs) and two_nodes (ACC_RANKS_PER_NODE=2: 2 simulated nodes of 2, the levers'
 # work across nodes over a link as fast as this machine's memory); both unless named. Every
-# lever runs ROUNDS times (default 3) in turn with plain FULL_SHARD, one warm-up and two timed
+# lever runs ROUNDS times (default 3) in turn with plain FULL_SHARD, two warm-up steps and two timed
 # steps each, each round starting one lever later; the rows are medians, and each lever's
 # spread over its rounds is the noise to judge a ratio by. Writes
 # bench/results/no_link_SETTING.json.

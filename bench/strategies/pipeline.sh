@@ -18,8 +18,8 @@ done
 # over 6 steps (this VM's cores drift by a few percent against each other within a run).
 for np in 2 4; do
   env ACC_NUM_THREADS=1 ACC_RANKS_PER_NODE=2 mpirun --oversubscribe --bind-to none $root_flag -np $np \
-    "$bin" --cases pipeline --model bench/strategies/gpt2_equal_stages.yaml --schedules 1F1B,interleaved_1F1B \
-    --steps 6 --out "bench/results/pipeline_equal_stages_np$np.json" "$@" >&2
+    "$bin" "$@" --cases pipeline --model bench/strategies/gpt2_equal_stages.yaml --schedules 1F1B,interleaved_1F1B \
+    --steps 6 --out "bench/results/pipeline_equal_stages_np$np.json" >&2
 done
 timeline=$(mktemp -d)
 trap 'rm -rf "$timeline"' EXIT

@@ -34,8 +34,8 @@ struct Row {
   double value = 0;
   double ceiling = 0;   // 0 when there is no ceiling for this row
   std::string ceiling_name;
-  double target = 0;    // wanted value/ceiling ratio, 0 when none: at most this for sizes and
-                        // times (MB, ms, s), at least this for rates
+  double target = 0;    // wanted value/ceiling ratio, 0 when none: at most this for sizes,
+                        // times and shares (MB, ms, s, %), at least this for rates
 };
 
 // Prints rows as a table with ratio-to-ceiling and change against `previous_json` (if it

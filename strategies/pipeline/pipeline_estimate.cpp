@@ -49,7 +49,7 @@ std::vector<estimate::Memory> stage_memory(const estimate::ModelShape& shape, co
     return static_cast<double>(end - begin) / plan.parts;
   };
   // Under zero_bubble, what a microbatch keeps on virtual stage k from its B to its W: the
-  // linears' inputs and output gradients, and on the first stage the gradient waiting for the
+  // linears' inputs and output gradients (in the compute dtype), and on the first stage the gradient waiting for the
   // embeddings ([T, C] f32 each: GPT-2 has two, token and position).
   auto weight_part = [&](int k) {
     return tokens * layers_of(k) * estimate::weight_part_bytes_per_token(computed, w.bf16, T) +

@@ -297,8 +297,10 @@ bool in_backward() { return t_pass.depth > 0; }
 
 bool input_wanted(size_t i) { return !t_wanted || (i < t_wanted->size() && (*t_wanted)[i]); }
 
-void keep_for_later_call(Tensor grad) {
-  if (t_kept) *t_kept = std::move(grad);
+bool keep_for_later_call(Tensor grad) {
+  if (!t_kept) return false;
+  *t_kept = std::move(grad);
+  return true;
 }
 
 void queue_callback(std::function<void()> fn) {

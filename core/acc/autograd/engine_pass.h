@@ -23,7 +23,8 @@ std::vector<Tensor> take_captured(const std::vector<std::shared_ptr<Node>>& node
 // The part of a graph a split backward leaves for later (split_grad.h): `nodes`, the weight
 // side, are not run by the first part; what reaches them is summed in `delivered` (what reaches
 // a weight's accumulator, a key of `early`, there instead: it is handed out at once), and each
-// separable node with an edge into them is kept in `deferred` with its output's gradient.
+// separable node with an edge into them is kept in `deferred` with its output's gradient (or
+// what the node kept instead, keep_for_later_call).
 struct WeightSide {
   std::unordered_map<Node*, std::shared_ptr<Node>> nodes;
   Captures early;

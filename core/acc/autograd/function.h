@@ -34,8 +34,9 @@ bool input_wanted(size_t i);
 // Inside a separable backward that leaves some of its inputs to a later call (the first part of
 // a split backward): keep `grad` for that call instead of the output's gradient; the later call
 // receives it as its gradient. For a gradient the later call needs in another form only (in the
-// product's dtype: made once, and bf16 held instead of f32). No effect when no call follows.
-void keep_for_later_call(Tensor grad);
+// product's dtype: made once, and bf16 held instead of f32). Returns whether a later call
+// follows (false: nothing is kept).
+bool keep_for_later_call(Tensor grad);
 
 // Custom functions: forward runs with grad mode off, so its internals are not taped; backward
 // (which may run a nested forward + backward) maps the output gradient to input gradients.

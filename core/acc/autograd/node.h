@@ -2,7 +2,8 @@
 // The tape: every recorded op output owns a Node (its grad_fn) whose edges point to the nodes
 // of the op's inputs (their grad_fn, or an AccumulateGrad for a leaf that requires grad).
 // Each node has exactly one output tensor, so it receives one gradient and returns one per
-// input. Gradients flowing through the tape are always f32; leaves convert on accumulation.
+// input. Gradients flowing through the tape are f32 (a split backward's second call of a node
+// may get what its first kept instead, keep_for_later_call); leaves convert on accumulation.
 #include <memory>
 #include <string>
 #include <vector>

@@ -6,7 +6,8 @@
 //
 // split_grad runs the first part: every gradient between `root` and `inputs`, and at each
 // separable node (Inputs::separable: linear, matmul) the inputs that are not weights. It keeps,
-// for the second part, those nodes with their output's gradient and the weight side: the
+// for the second part, those nodes with their output's gradient (or what the node asked to keep
+// instead, autograd::keep_for_later_call: a product's gradient cast to its dtype) and the weight side: the
 // `weights`' accumulators and the chains of one-input nodes that end at one (a transpose, a cast,
 // an embedding lookup). A node that is not separable computes all of its gradients in the first
 // part: those it gives a weight directly (a fused loss's weight gradient) are handed out then,

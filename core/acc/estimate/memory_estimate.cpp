@@ -50,14 +50,16 @@ double weight_part_bytes_per_token(const ModelShape& s, bool bf16, int model_ran
   const auto C = static_cast<double>(s.hidden), I = static_cast<double>(s.intermediate),
              kv = static_cast<double>(s.kv_hidden);
   const auto t = static_cast<double>(model_ranks);
-  const double input = bf16 ? 2.0 : 4.0;  // a linear's input is in the compute dtype
+  // A linear's input and the gradient of its output, both in the compute dtype (the first part
+  // casts the gradient and keeps the cast, autograd::keep_for_later_call).
+  const double bytes = bf16 ? 2.0 : 4.0;
   if (s.family == Family::gpt2)
     // Inputs: the two norms' outputs (whole), the attention output and the GELU's 4 C (split);
     // output gradients: q, k, v and the MLP's 4 C (split), the two projections' C (whole).
-    return input * (2.0 + 5.0 / t) * C + 4.0 * (2.0 + 7.0 / t) * C;
+    return bytes * ((2.0 + 5.0 / t) * C + (2.0 + 7.0 / t) * C);
   // Inputs: the two norms' outputs, the attention output (C / t) and the MLP's activation (I);
   // output gradients: q (C / t), k and v (kv each), gate and up (I each), the two projections'.
-  return input * ((2.0 + 1.0 / t) * C + I) + 4.0 * ((2.0 + 1.0 / t) * C + 2.0 * kv + 2.0 * I);
+  return bytes * ((2.0 + 1.0 / t) * C + I + (2.0 + 1.0 / t) * C + 2.0 * kv + 2.0 * I);
 }
 
 Memory training_state(int64_t held, bool bf16) {

@@ -58,7 +58,8 @@ Memory training_state(int64_t held, bool bf16);
 double block_bytes_per_token(const ModelShape& shape, bool bf16, int model_ranks = 1);
 double head_bytes_per_token(const ModelShape& shape, bool bf16);
 // What one block keeps per token between a split backward's two parts (autograd/split_grad.h,
-// the pipeline's zero_bubble): each linear's input and the f32 gradient of its output.
+// the pipeline's zero_bubble): each linear's input and the gradient of its output, both in the
+// compute dtype.
 double weight_part_bytes_per_token(const ModelShape& shape, bool bf16, int model_ranks = 1);
 // Peak activation bytes of one rank's forward + backward (0 for Family::other). With
 // vocab_ranks > 1 the embedding and head are split by vocabulary rows over that many ranks

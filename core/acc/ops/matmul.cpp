@@ -118,10 +118,9 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
         Tensor g2 = detail::in_dtype(g, dtype);
         // A split backward's later call gets g2 (made once, held in the product's dtype), so the
         // bias's gradient, a sum of g in f32, is made now for it.
-        if (want_x != need_x || want_w != need_w || want_b != need_b) {
-          autograd::keep_for_later_call(g2);
-          if (need_b && !want_b) *later_db = detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features);
-        }
+        if ((want_x != need_x || want_w != need_w || want_b != need_b) && autograd::keep_for_later_call(g2) &&
+            need_b && !want_b)
+          *later_db = detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features);
         auto grads = product_grads(x, w, false, true, g2.view({rows, out_features}), want_x, want_w);
         Tensor dx = want_x ? grads[0].view(x_shape) : Tensor();
         Tensor db;

@@ -63,8 +63,10 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
   const auto& [kind, name, layout] = GetParam();
   const bool tensor_parallel = layout == "tensor_parallel";
   if (!layout.empty() && world().size() == 1) GTEST_SKIP() << layout << " need 2 ranks";
-  const bool checkpointed = name.ends_with("_checkpointed");
-  const std::string schedule = checkpointed ? name.substr(0, name.find('_')) : name;
+  const bool checkpointed = name.ends_with("_checkpointed"), bf16 = name.ends_with("_bf16");
+  const std::string schedule = checkpointed ? name.substr(0, name.find('_'))
+                               : bf16       ? name.substr(0, name.size() - std::string("_bf16").size())
+                                            : name;
   const bool interleaved = schedule == "interleaved_1F1B";
   // 2 chunks per rank of 4 layers: 2 ranks alone.
   if (interleaved && (world().size() != 2 || !layout.empty())) GTEST_SKIP() << "interleaving 4 layers needs 2 ranks";
@@ -72,6 +74,7 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
   Config config = pipeline_config(schedule, 2);
   if (interleaved) config.section("pipeline_config").set("stages_per_rank", "2");
   if (checkpointed) config.section("pipeline_config").set("activation_checkpointing", "true");
+  config.compute.bf16 = bf16;
   const int stages = layout.empty() ? world().size() : world().size() / 2, T = tensor_parallel ? 2 : 1;
   config.section("pipeline_config").set("stages", std::to_string(stages));
   config.section("pipeline_config").set("tensor_parallel", std::to_string(T));
@@ -81,7 +84,7 @@ TEST_P(PipelineEstimate, MatchesTheAllocatorOnEachStage) {
   };
   const auto shape = estimate::ModelShape::of(*make());
   const estimate::Workload w{.world = world().size(), .ranks_per_node = topology().local_size,
-                             .batch = kGlobalBatch, .seq = kSeqLen};
+                             .batch = kGlobalBatch, .seq = kSeqLen, .bf16 = bf16};
   const auto per_stage = pipeline::stage_memory(shape, w, config);
   ASSERT_EQ(per_stage.size(), static_cast<size_t>(stages));
   const auto grid = pipeline::stage_grid(stages, T, world().size(), world().rank());
@@ -116,9 +119,11 @@ INSTANTIATE_TEST_SUITE_P(Pipeline, PipelineEstimate,
                                                               "GPipe_checkpointed"),
                                             ::testing::Values("", "replicas", "tensor_parallel")),
                          estimate_case_name);
-// Zero bubble's weight parts: each model once and each layout once (the suite's time is CI's).
+// Zero bubble's weight parts: each model once and each layout once (the suite's time is CI's),
+// and under bf16 compute, where they are held in bf16.
 INSTANTIATE_TEST_SUITE_P(ZeroBubble, PipelineEstimate,
                          ::testing::Values(EstimateCase{"gpt2", "zero_bubble", ""},
+                                           EstimateCase{"gpt2", "zero_bubble_bf16", ""},
                                            EstimateCase{"llama", "zero_bubble", "tensor_parallel"},
                                            EstimateCase{"gpt2", "zero_bubble", "replicas"}),
                          estimate_case_name);
