@@ -165,6 +165,22 @@ TEST(SplitGrad, ABf16ProductKeepsItsGradientInBf16) {
   expect_same(split.weights.compute(), {whole[1], whole[2]});
 }
 
+// The same for matmul's backward.
+TEST(SplitGrad, ABf16MatmulKeepsItsGradientInBf16) {
+  Tensor x = leaf({64, 256}, 1), w = Tensor::randn({256, 4096}, 2, "split_grad_test").to(DType::bf16);
+  w.set_requires_grad(true);
+  const auto output = [&] { return ops::sum(ops::gelu(ops::matmul(x, w))); };
+  const std::vector<Tensor> whole = autograd::grad(output(), Tensor(), {x, w});
+  const auto activations = [] { return memory::report()[memory::Category::activations].current; };
+  const int64_t before = activations();
+  auto split = [&] { return autograd::split_grad(output(), Tensor(), {x}, {w}); }();
+  const int64_t held = activations() - before;
+  EXPECT_GE(held, 64 * 4096 * 2);
+  EXPECT_LT(held, 64 * 4096 * 4);
+  expect_same(split.inputs, {whole[0]});
+  expect_same(split.weights.compute(), {whole[1]});
+}
+
 TEST(SplitGrad, AWeightThatIsAlsoAnInputIsAnError) {
   Tensor x = leaf({2, 2}, 1);
   test::expect_contains(test::error_of([&] { autograd::split_grad(ops::sum(x), Tensor(), {x}, {x}); }),
