@@ -15,10 +15,22 @@
 #include <vector>
 
 #include "acc/memory/file_tier.h"
+#include "acc/memory/huge_pages.h"
 #include "acc/util/error.h"
 
 namespace acc::memory {
 namespace {
+
+// Blocks from the system: huge-page blocks for the large ones (huge_pages.h), malloc's below.
+void* system_allocate(size_t rounded) {
+  return huge_pages::serves(rounded) ? huge_pages::map(rounded) : std::aligned_alloc(kAlignment, rounded);
+}
+void system_free(void* ptr, size_t rounded) noexcept {
+  if (huge_pages::serves(rounded))
+    huge_pages::unmap(ptr, rounded);
+  else
+    std::free(ptr);
+}
 
 struct Counter {
   std::atomic<int64_t> current{0};
@@ -66,7 +78,7 @@ class BlockCache {
   }
   void release_locked() {
     for (auto& [size, blocks] : free_)
-      for (void* p : blocks) std::free(p);
+      for (void* p : blocks) system_free(p, size);
     free_.clear();
     cached_ = 0;
   }
@@ -179,10 +191,10 @@ void* allocate(size_t nbytes, Category category, Tier tier) {
   }
   const size_t rounded = rounded_size(nbytes);
   void* ptr = rounded >= kCacheMinBytes ? cache().take(rounded) : nullptr;
-  if (!ptr) ptr = std::aligned_alloc(kAlignment, rounded);
+  if (!ptr) ptr = system_allocate(rounded);
   if (!ptr && cache().cached() > 0) {  // memory held for reuse is better spent here
     cache().release();
-    ptr = std::aligned_alloc(kAlignment, rounded);
+    ptr = system_allocate(rounded);
   }
   if (!ptr)
     ACC_FAIL("out of memory: could not allocate ", nbytes, " bytes for ", category_name(category),
@@ -197,7 +209,7 @@ void deallocate(void* ptr, size_t nbytes, Category category, Tier tier) noexcept
     file_tier::unmap(ptr, nbytes);
   } else {
     const size_t rounded = rounded_size(nbytes);
-    if (rounded < kCacheMinBytes || !cache().keep(ptr, rounded)) std::free(ptr);
+    if (rounded < kCacheMinBytes || !cache().keep(ptr, rounded)) system_free(ptr, rounded);
   }
   count(category, tier, -static_cast<int64_t>(nbytes));
 }
