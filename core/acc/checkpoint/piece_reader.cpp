@@ -12,6 +12,8 @@
 #include <tbb/parallel_for.h>
 
 #include "acc/checkpoint/layout.h"
+#include "acc/memory/allocator.h"
+#include "acc/tensor/tensor.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
@@ -136,21 +138,33 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
   const int64_t row = piece.transposed ? stored_matrix(r, piece)[1] : 1;
   const int64_t chunk = std::max<int64_t>(1, kChunk / row) * row;
   const int64_t cols = piece.transposed ? e.shape[0] : 0, block = rows_per_block(row);
-  std::vector<float> buffer(static_cast<size_t>(std::min(chunk, piece.count)));
+  // One whole chunk whatever the piece, from the allocator: its cache hands the same blocks back
+  // piece after piece, where a buffer of each piece's size would be fresh memory, page-faulted
+  // in every time.
+  memory::CategoryScope scope(memory::Category::checkpoint);
+  const Tensor block_memory = Tensor::empty({kChunk});
+  float* buffer = block_memory.data<float>();
   uint32_t crc = 0;
   for (int64_t at = 0; at < piece.count; at += chunk) {
     const int64_t n = std::min(chunk, piece.count - at);
-    r.read_range_into(piece.entry, at, at + n, buffer.data());
-    crc = io::crc32(buffer.data(), static_cast<size_t>(n) * sizeof(float), crc);
+    // A chunk that one read takes whole goes straight to that read's destination (one copy
+    // out of the page cache, not two).
+    const Read* whole = nullptr;
+    for (const Read& read : reads)
+      if (!piece.transposed && read.entry_at <= at && at + n <= read.entry_at + read.count) whole = &read;
+    float* const data = whole ? whole->dst + (at - whole->entry_at) : buffer;
+    r.read_range_into(piece.entry, at, at + n, data);
+    crc = io::crc32(data, static_cast<size_t>(n) * sizeof(float), crc);
     for (const Read& read : reads) {
       const int64_t end = read.entry_at + read.count;
+      if (&read == whole) continue;
       if (!piece.transposed) {
         const int64_t lo = std::max(at, read.entry_at), hi = std::min(at + n, end);
-        if (lo < hi) std::copy(buffer.data() + (lo - at), buffer.data() + (hi - at), read.dst + (lo - read.entry_at));
+        if (lo < hi) std::copy(data + (lo - at), data + (hi - at), read.dst + (lo - read.entry_at));
         continue;
       }
       for (int64_t j0 = at / row; j0 < (at + n) / row; j0 += block)
-        scatter_stored_rows(buffer.data() + (j0 * row - at), row, 0, j0, std::min((at + n) / row, j0 + block), cols,
+        scatter_stored_rows(buffer + (j0 * row - at), row, 0, j0, std::min((at + n) / row, j0 + block), cols,
                             read.entry_at, end, read.dst);
     }
   }
