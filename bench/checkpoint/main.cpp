@@ -18,7 +18,9 @@
 //   FULL load time against a raw read: every rank read()s that file back, all at once, from the
 //     page cache and again from the disk (the file dropped from the cache with
 //     posix_fadvise(DONTNEED), no privileges needed); the loads are timed both ways too
-//     (target: a load from the disk >= 0.8x the raw read's speed);
+//     (target: a load from the disk >= 0.8x the raw read's speed); and once more from the disk
+//     into new memory from acc's allocator, the bytes landing where a load's must (a load fills
+//     new tensors; the plain raw read reuses one 64 MiB buffer, whose pages are present);
 //   allocator peak during the FULL save minus what was live before it, rank 0, against the f32
 //     bytes of the largest wrap unit (a GPT2Block, or the root: everything outside the blocks,
 //     the embeddings) (target <= 1x).
@@ -119,6 +121,9 @@ struct RawWrite {
   double fsync_seconds = 0;  // slowest rank's fsync() part
   double read_seconds = 0;   // slowest rank: reading the file back (open + read + close)
   double cold_read_seconds = 0;  // the same with the file dropped from the page cache first
+  // The same again from the disk, into new memory from acc's allocator (what a load fills)
+  // instead of one reused buffer.
+  double cold_read_new_seconds = 0;
 };
 
 // Drops the (written back, so clean) pages of `path`, a file or every file under a directory,
@@ -157,9 +162,18 @@ RawWrite raw_write(const fs::path& dir, int64_t bytes) {
   const double read_s = timed_on_all("raw read", [&] { bench::raw_read_file(file); });
   drop_from_page_cache(file);
   const double cold_read_s = timed_on_all("raw read", [&] { bench::raw_read_file(file); });
+  drop_from_page_cache(file);
+  memory::release_cached();
+  const double cold_read_new_s = timed_on_all("raw read", [&] {
+    const size_t n = static_cast<size_t>(bytes);
+    void* dst = memory::allocate(n, memory::Category::checkpoint);
+    bench::raw_read_file_into(file, static_cast<char*>(dst));
+    memory::deallocate(dst, n, memory::Category::checkpoint);
+  });
   std::error_code ignored;
   fs::remove(file, ignored);
-  return {total, max_over_ranks(times.write_seconds), max_over_ranks(times.fsync_seconds), read_s, cold_read_s};
+  return {total, max_over_ranks(times.write_seconds), max_over_ranks(times.fsync_seconds), read_s, cold_read_s,
+          cold_read_new_s};
 }
 
 // CRC-32 (io::crc32, ISA-L) throughput of this rank's thread (every rank runs it at once), GB/s: what every
@@ -239,7 +253,9 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
            "save times include fsync of every file and the directory commit; raw_write_gbs: every "
            "rank write()+fsync() of as many bytes as its shard file, same directory, same run; "
            "raw_read_s: every rank read() of that file right after (page cache); *_from_disk_s: the same "
-           "after posix_fadvise(DONTNEED) dropped the files from the page cache; async_blocked_s: "
+           "after posix_fadvise(DONTNEED) dropped the files from the page cache; "
+           "raw_read_into_new_memory_from_disk_s: the same into a new block of acc's allocator (what a load "
+           "fills) instead of one reused 64 MiB buffer; async_blocked_s: "
            "save_async's time plus the next step's wait for the state's copy; async_step_slower_s: how "
            "much longer that step (4 x 128 tokens per rank) took than step_s without a save; "
            "async_total_s: until finish_saves() committed it; "
@@ -258,28 +274,31 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
 }
 
 void print_table(Poco::JSON::Array::Ptr runs) {
-  std::printf("\n%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %10s "
-              "%9s %8s\n",
+  std::printf("\n%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s | %8s | %8s %8s %8s | %8s %8s %8s "
+              "%8s %8s | %10s %9s %8s\n",
               "model", "ranks", "params", "raw GB/s", "shd save", "GB/s", "vs raw", "async", "vs sync",
               "async", "shd load", "shd load", "full sav", "full ld", "raw read", "vs raw", "full ld", "raw read",
-              "vs raw", "peak+ MB", "unit MB", "vs unit");
-  std::printf("%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %10s "
-              "%9s %8s\n",
+              "vs raw", "raw read", "vs it", "peak+ MB", "unit MB", "vs unit");
+  std::printf("%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s | %8s | %8s %8s %8s | %8s %8s %8s "
+              "%8s %8s | %10s %9s %8s\n",
               "", "", "(M)", "write", "(s)", "", "(>=0.8)", "blocks s", "(<=0.1)", "total s", "cache s", "disk s",
-              "(s)", "cache s", "cache s", "", "disk s", "disk s", "(>=0.8)", "full save", "largest", "(<=1.0)");
+              "(s)", "cache s", "cache s", "", "disk s", "disk s", "(>=0.8)", "new mem", "", "full save", "largest",
+              "(<=1.0)");
   for (size_t i = 0; i < runs->size(); ++i) {
     auto r = runs->getObject(static_cast<unsigned>(i));
     auto d = [&](const char* k) { return r->getValue<double>(k); };
     const double vs_raw = d("sharded_save_vs_raw"), vs_unit = d("full_peak_vs_unit");
     const double blocked = d("async_blocked_vs_sync"), from_disk = d("full_load_from_disk_vs_raw_read");
     std::printf("%-7s %5d %8.1f | %8.2f | %8.2f %8.2f %7.2f%s | %8.3f %7.3f%s %8.2f | %8.2f %8.2f | %8.2f | "
-                "%8.2f %8.2f %8.2f | %8.2f %8.2f %7.2f%s | %10.1f %9.1f %7.2f%s\n",
+                "%8.2f %8.2f %8.2f | %8.2f %8.2f %7.2f%s %8.2f %8.2f | %10.1f %9.1f %7.2f%s\n",
                 r->getValue<std::string>("model").c_str(), r->getValue<int>("ranks"), d("params") / 1e6,
                 d("raw_write_gbs"), d("sharded_save_s"), d("sharded_save_gbs"), vs_raw,
                 vs_raw >= 0.8 ? " " : "!", d("async_blocked_s"), blocked, blocked <= 0.1 ? " " : "!",
                 d("async_total_s"), d("sharded_load_s"), d("sharded_load_from_disk_s"), d("full_save_s"),
                 d("full_load_s"), d("raw_read_s"), d("full_load_vs_raw_read"), d("full_load_from_disk_s"),
-                d("raw_read_from_disk_s"), from_disk, from_disk >= 0.8 ? " " : "!", d("full_save_peak_extra_mb"),
+                d("raw_read_from_disk_s"), from_disk, from_disk >= 0.8 ? " " : "!",
+                d("raw_read_into_new_memory_from_disk_s"), d("full_load_from_disk_vs_raw_read_into_new_memory"),
+                d("full_save_peak_extra_mb"),
                 d("largest_unit_mb"), vs_unit, vs_unit <= 1.0 ? " " : "!");
   }
   std::printf("(! = target missed)\n");
@@ -400,7 +419,7 @@ int run(int argc, char** argv) {
   };
   std::vector<double> raw_s, sharded_save_all, sharded_load_all, full_save_all, full_load_all, async_blocked_all,
       async_total_all, step_all, async_slower_all, sharded_cold_load_all, full_cold_load_all, raw_read_all,
-      raw_cold_read_all;
+      raw_cold_read_all, raw_cold_read_new_all;
   const fs::path async_root = work_dir / "async";
   RawWrite raw;
   double sharded_bytes = 0, full_bytes = 0;
@@ -410,6 +429,7 @@ int run(int argc, char** argv) {
     if (best(raw_s, r.seconds) == r.seconds) raw = r;
     best(raw_read_all, r.read_seconds);
     best(raw_cold_read_all, r.cold_read_seconds);
+    best(raw_cold_read_new_all, r.cold_read_new_seconds);
     say("round %d: raw %.2f s (write() %.2f + fsync %.2f)", round + 1, r.seconds, r.write_seconds,
         r.fsync_seconds);
 
@@ -453,6 +473,7 @@ int run(int argc, char** argv) {
     if (best(raw_s, r2.seconds) == r2.seconds) raw = r2;
     best(raw_read_all, r2.read_seconds);
     best(raw_cold_read_all, r2.cold_read_seconds);
+    best(raw_cold_read_new_all, r2.cold_read_new_seconds);
     say(", raw %.2f (%.2f + %.2f)", r2.seconds, r2.write_seconds, r2.fsync_seconds);
 
     Extra se, le;
@@ -493,14 +514,17 @@ int run(int argc, char** argv) {
   const double gather_s = timed([&] { sharded->visit_full_parameters([](const auto&) {}); });
   const double raw_read_s = *std::min_element(raw_read_all.begin(), raw_read_all.end());
   const double raw_cold_read_s = *std::min_element(raw_cold_read_all.begin(), raw_cold_read_all.end());
+  const double raw_cold_read_new_s = *std::min_element(raw_cold_read_new_all.begin(), raw_cold_read_new_all.end());
   const double full_cold_load_s = *std::min_element(full_cold_load_all.begin(), full_cold_load_all.end());
   const double sharded_cold_load_s = *std::min_element(sharded_cold_load_all.begin(), sharded_cold_load_all.end());
   say("  full save: %.2f GB in %.2f s = %.2f GB/s (gathering the units alone: %.2f s)\n", full_bytes / 1e9,
       full_save_s, full_bytes / full_save_s / 1e9, gather_s);
   say("  loads from the page cache: full %.2f s, sharded %.2f s; raw read %.2f s: full at %.2fx its speed\n",
       full_load_s, sharded_load_s, raw_read_s, raw_read_s / full_load_s);
-  say("  loads from the disk: full %.2f s, sharded %.2f s; raw read %.2f s: full at %.2fx its speed\n",
-      full_cold_load_s, sharded_cold_load_s, raw_cold_read_s, raw_cold_read_s / full_cold_load_s);
+  say("  loads from the disk: full %.2f s, sharded %.2f s; raw read %.2f s: full at %.2fx its speed; raw read "
+      "into new memory %.2f s: full at %.2fx its speed\n",
+      full_cold_load_s, sharded_cold_load_s, raw_cold_read_s, raw_cold_read_s / full_cold_load_s, raw_cold_read_new_s,
+      raw_cold_read_new_s / full_cold_load_s);
   auto categories = [](const Extra& e) {
     std::string s;
     for (const auto& [c, b] : e.by_category) s += " " + c + " " + bench_format("%.1f", mb(b)) + " MB";
@@ -542,6 +566,8 @@ int run(int argc, char** argv) {
   r->set("full_load_from_disk_s", full_cold_load_s);
   r->set("sharded_load_from_disk_s", sharded_cold_load_s);
   r->set("full_load_from_disk_vs_raw_read", raw_cold_read_s / full_cold_load_s);
+  r->set("raw_read_into_new_memory_from_disk_s", raw_cold_read_new_s);
+  r->set("full_load_from_disk_vs_raw_read_into_new_memory", raw_cold_read_new_s / full_cold_load_s);
   r->set("sharded_bytes", sharded_bytes);
   r->set("sharded_save_s", sharded_save_s);
   r->set("sharded_save_gbs", sharded_gbs);

@@ -49,17 +49,31 @@ RawWriteTimes raw_write_file(const std::filesystem::path& file, int64_t bytes) {
   return times;
 }
 
-int64_t raw_read_file(const std::filesystem::path& file) {
-  std::vector<char> block(kBlock);
+namespace {
+
+// read()s the file to its end, kBlock bytes a call, each call's bytes going to next(got).
+template <class Next>
+int64_t read_to_end(const std::filesystem::path& file, Next next) {
   Fd in(file, O_RDONLY);
   int64_t got = 0;
   for (;;) {
-    const ssize_t n = ::read(in.fd, block.data(), block.size());
+    const ssize_t n = ::read(in.fd, next(got), kBlock);
     if (n < 0 && errno == EINTR) continue;
     ACC_CHECK(n >= 0, "read ", file.string(), ": ", std::strerror(errno));
     if (n == 0) return got;
     got += n;
   }
+}
+
+}  // namespace
+
+int64_t raw_read_file(const std::filesystem::path& file) {
+  std::vector<char> block(kBlock);
+  return read_to_end(file, [&](int64_t) { return block.data(); });
+}
+
+int64_t raw_read_file_into(const std::filesystem::path& file, char* dst) {
+  return read_to_end(file, [&](int64_t got) { return dst + got; });
 }
 
 void drop_file_from_page_cache(const std::filesystem::path& file) {

@@ -13,8 +13,11 @@ struct RawWriteTimes {
 };
 // Writes exactly `bytes` to `file` (created or truncated), then fsync()s and closes it.
 RawWriteTimes raw_write_file(const std::filesystem::path& file, int64_t bytes);
-// read()s `file` to its end; the bytes read.
+// read()s `file` to its end, 64 MiB at a time into one buffer; the bytes read.
 int64_t raw_read_file(const std::filesystem::path& file);
+// read()s `file` to its end into `dst` (room for the whole file), 64 MiB a call, as a loader
+// fills new tensors; the bytes read.
+int64_t raw_read_file_into(const std::filesystem::path& file, char* dst);
 // Drops the file's clean (written back) pages from the page cache, so that the next read comes
 // from the disk. Needs no privileges.
 void drop_file_from_page_cache(const std::filesystem::path& file);
