@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "acc/util/error.h"
@@ -51,16 +52,21 @@ RawWriteTimes raw_write_file(const std::filesystem::path& file, int64_t bytes) {
 
 namespace {
 
-// read()s the file to its end, kBlock bytes a call, each call's bytes going to next(got).
+// read()s the file to its end, at most kBlock bytes a call and `capacity` in all, each call's
+// bytes going to next(got).
 template <class Next>
-int64_t read_to_end(const std::filesystem::path& file, Next next) {
+int64_t read_to_end(const std::filesystem::path& file, int64_t capacity, Next next) {
   Fd in(file, O_RDONLY);
   int64_t got = 0;
+  char probe = 0;
   for (;;) {
-    const ssize_t n = ::read(in.fd, next(got), kBlock);
+    const auto room = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(kBlock), capacity - got));
+    // With no room left, one byte more is asked for into `probe`: the end, or a file too long.
+    const ssize_t n = room > 0 ? ::read(in.fd, next(got), room) : ::read(in.fd, &probe, 1);
     if (n < 0 && errno == EINTR) continue;
     ACC_CHECK(n >= 0, "read ", file.string(), ": ", std::strerror(errno));
     if (n == 0) return got;
+    ACC_CHECK(room > 0, "read ", file.string(), ": the file holds more than the ", capacity, " bytes expected");
     got += n;
   }
 }
@@ -69,11 +75,11 @@ int64_t read_to_end(const std::filesystem::path& file, Next next) {
 
 int64_t raw_read_file(const std::filesystem::path& file) {
   std::vector<char> block(kBlock);
-  return read_to_end(file, [&](int64_t) { return block.data(); });
+  return read_to_end(file, std::numeric_limits<int64_t>::max(), [&](int64_t) { return block.data(); });
 }
 
-int64_t raw_read_file_into(const std::filesystem::path& file, char* dst) {
-  return read_to_end(file, [&](int64_t got) { return dst + got; });
+int64_t raw_read_file_into(const std::filesystem::path& file, char* dst, int64_t capacity) {
+  return read_to_end(file, capacity, [&](int64_t got) { return dst + got; });
 }
 
 void drop_file_from_page_cache(const std::filesystem::path& file) {

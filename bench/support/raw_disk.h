@@ -15,9 +15,9 @@ struct RawWriteTimes {
 RawWriteTimes raw_write_file(const std::filesystem::path& file, int64_t bytes);
 // read()s `file` to its end, 64 MiB at a time into one buffer; the bytes read.
 int64_t raw_read_file(const std::filesystem::path& file);
-// read()s `file` to its end into `dst` (room for the whole file), 64 MiB a call, as a loader
-// fills new tensors; the bytes read.
-int64_t raw_read_file_into(const std::filesystem::path& file, char* dst);
+// read()s `file` into `dst`, 64 MiB a call, as a loader fills new tensors, up to `capacity`
+// bytes (an error if the file holds more); the bytes read.
+int64_t raw_read_file_into(const std::filesystem::path& file, char* dst, int64_t capacity);
 // Drops the file's clean (written back) pages from the page cache, so that the next read comes
 // from the disk. Needs no privileges.
 void drop_file_from_page_cache(const std::filesystem::path& file);

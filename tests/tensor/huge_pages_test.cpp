@@ -64,12 +64,18 @@ TEST(HugePages, BlocksStartOnAHugePageAndOnlyWholeHugePagesAreAdvised) {
   EXPECT_EQ(flags_of_mapping_at(at), "");  // nothing left mapped at the block
 }
 
-TEST(HugePages, TheAllocatorTakesLargeBlocksFromThem) {
+TEST(HugePages, TheAllocatorTakesLargeBlocksFromThemAndGivesThemBack) {
+  if (!kernel_has_transparent_huge_pages()) GTEST_SKIP() << "this kernel has no transparent huge pages";
   ASSERT_TRUE(memory::huge_pages::serves(3 * kBytes)) << "ACC_HUGE_PAGES=0 in the test's environment";
   EXPECT_FALSE(memory::huge_pages::serves(kBytes - 4096));
+  memory::release_cached();  // a block of this size kept from before would be handed out again
   void* p = memory::allocate(3 * kBytes, memory::Category::other);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kBytes, 0u);
-  memory::deallocate(p, 3 * kBytes, memory::Category::other);
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  EXPECT_EQ(at % kBytes, 0u);
+  EXPECT_TRUE(has_flag(flags_of_mapping_at(at), "hg")) << flags_of_mapping_at(at);
+  memory::deallocate(p, 3 * kBytes, memory::Category::other);  // kept by the cache
+  memory::release_cached();                                    // unmapped
+  EXPECT_EQ(flags_of_mapping_at(at), "");
 }
 
 TEST(HugePages, TheVariableIsZeroOrOne) {

@@ -138,11 +138,12 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
   const int64_t row = piece.transposed ? stored_matrix(r, piece)[1] : 1;
   const int64_t chunk = std::max<int64_t>(1, kChunk / row) * row;
   const int64_t cols = piece.transposed ? e.shape[0] : 0, block = rows_per_block(row);
-  // One whole chunk whatever the piece, from the allocator: its cache hands the same blocks back
-  // piece after piece, where a buffer of each piece's size would be fresh memory, page-faulted
-  // in every time.
+  // One whole chunk whatever the piece (a transposed entry's chunk is a whole number of its
+  // stored rows, more than kChunk when a row is longer), from the allocator: its cache hands the
+  // same blocks back piece after piece, where a buffer of each piece's size would be fresh
+  // memory, page-faulted in every time.
   memory::CategoryScope scope(memory::Category::checkpoint);
-  const Tensor block_memory = Tensor::empty({kChunk});
+  const Tensor block_memory = Tensor::empty({std::max(kChunk, chunk)});
   float* buffer = block_memory.data<float>();
   uint32_t crc = 0;
   for (int64_t at = 0; at < piece.count; at += chunk) {

@@ -25,6 +25,8 @@ namespace {
 void* system_allocate(size_t rounded) {
   return huge_pages::serves(rounded) ? huge_pages::map(rounded) : std::aligned_alloc(kAlignment, rounded);
 }
+// serves() cannot throw here: a block to free means allocate() ran, and its first call read
+// ACC_HUGE_PAGES (or threw before any block was made).
 void system_free(void* ptr, size_t rounded) noexcept {
   if (huge_pages::serves(rounded))
     huge_pages::unmap(ptr, rounded);

@@ -23,9 +23,10 @@ bool serves(size_t bytes) {
 }
 
 void* map(size_t bytes) noexcept {
-  // Map a huge page more than asked, then give back what lies before the first 2 MiB boundary
-  // and after the block.
-  const size_t span = bytes + kBytes;
+  // Map enough to hold the block from the first 2 MiB boundary on (mmap's pages are 4 KiB
+  // aligned, so that boundary is at most kBytes - 4 KiB in), then give back what lies before
+  // it and after the block.
+  const size_t span = bytes + kBytes - 4096;
   void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const auto begin = reinterpret_cast<uintptr_t>(raw);
