@@ -4,6 +4,7 @@
 // peak. Also checks that oneTBB and oneDNN's OpenMP pool do not slow each other down when they
 // alternate, as they do in a training step.
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "acc/kernels/norms.h"
 #include "acc/kernels/optimizer.h"
 #include "acc/kernels/softmax.h"
+#include "acc/kernels/transpose.h"
 #include "acc/runtime/threads.h"
 #include "acc/tensor/tensor.h"
 #include "acc/train/cli.h"
@@ -85,6 +87,28 @@ void bench_matmul(DType ab, std::vector<Row>& rows, double& peak) {
 void add_memory_bound(std::vector<Row>& rows, const std::string& name, double bytes, double seconds,
                       double memcpy_gbps) {
   rows.push_back({name, "GB/s", bytes / seconds / 1e9, memcpy_gbps, "memcpy", 0.6});
+}
+
+// transpose32 on GPT-2 small's MLP weight both ways (a checkpoint's Conv1D layout), one thread
+// as the checkpoint code runs it: against a one-thread memcpy of the same bytes (no target: a
+// transpose writes 16 strided streams where memcpy writes one) and the plain loop it replaces.
+void bench_transpose(std::vector<Row>& rows) {
+  const int64_t n = int64_t{768} * 3072;
+  Tensor in = random_f32(n, "t"), out = Tensor::empty({n});
+  const float* src = in.data<float>();
+  float* dst = out.data<float>();
+  const double one_thread_copy =
+      8.0 * n / seconds_per_call([&] { std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); }) / 1e9;
+  rows.push_back({"memcpy 9.4MB, one thread (read+write)", "GB/s", one_thread_copy, 0, "", 0});
+  for (const auto [r, c] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}}) {
+    const std::string shape = std::to_string(r) + "x" + std::to_string(c);
+    const double fast = seconds_per_call([&] { acc::kernels::transpose32(src, c, dst, r, r, c); });
+    const double plain = seconds_per_call([&] { acc::kernels::ref::transpose32(src, c, dst, r, r, c); });
+    rows.push_back({"transpose32 " + shape + ", one thread", "GB/s", 8.0 * n / fast / 1e9, one_thread_copy,
+                    "memcpy one thread", 0});
+    rows.push_back({"transpose32 " + shape + " plain loop", "GB/s", 8.0 * n / plain / 1e9, 8.0 * n / fast / 1e9,
+                    "transpose32", 0});
+  }
 }
 
 void bench_memory_bound(std::vector<Row>& rows, double bw) {
@@ -198,6 +222,7 @@ int run(int argc, char** argv) {
   bench_matmul(DType::bf16, rows, unused);
   rows.push_back({"f32 GEMM peak (best raw oneDNN)", "GFLOP/s", f32_peak, 0, "", 0});
   bench_memory_bound(rows, bw);
+  bench_transpose(rows);
   bench_attention(rows, f32_peak);
   bench_pool_interplay(rows);
   acc::bench::report("acc kernels at GPT-2-small shapes", rows, out,

@@ -12,6 +12,7 @@
 #include <tbb/parallel_for.h>
 
 #include "acc/checkpoint/layout.h"
+#include "acc/kernels/transpose.h"
 #include "acc/memory/allocator.h"
 #include "acc/tensor/tensor.h"
 #include "acc/util/error.h"
@@ -100,17 +101,24 @@ namespace {
 
 // Stored rows [j0, j1) of an entry stored transposed ([cols, rows], acc's [rows, cols]), held
 // at `block`, `width` elements a stored row starting at stored column `origin`: the part of
-// acc's elements [entry_at, end) they hold, written to dst (which holds that range). Each acc
-// row's part is contiguous in dst.
+// acc's elements [entry_at, end) they hold, written to dst (which holds that range). The acc
+// rows wholly inside the range are one transpose of the block; a partial first or last row
+// goes element by element.
 void scatter_stored_rows(const float* block, int64_t width, int64_t origin, int64_t j0, int64_t j1, int64_t cols,
                          int64_t entry_at, int64_t end, float* dst) {
   const int64_t first = entry_at / cols, last = (end + cols - 1) / cols;
-  for (int64_t i = first; i < last; ++i) {
+  const int64_t whole_begin = (entry_at + cols - 1) / cols, whole_end = end / cols;
+  auto part_of_row = [&](int64_t i) {
     const int64_t lo = std::max(j0, entry_at - i * cols), hi = std::min(j1, end - i * cols);
     const float* in = block + (i - origin);
     float* out = dst + (i * cols - entry_at);
     for (int64_t j = lo; j < hi; ++j) out[j] = in[(j - j0) * width];
-  }
+  };
+  for (int64_t i = first; i < std::min(whole_begin, last); ++i) part_of_row(i);
+  if (whole_begin < whole_end)
+    kernels::transpose32(block + (whole_begin - origin), width, dst + (whole_begin * cols - entry_at) + j0, cols,
+                         j1 - j0, whole_end - whole_begin);
+  for (int64_t i = std::max(whole_end, whole_begin); i < last; ++i) part_of_row(i);
 }
 
 // Stored rows a transposed block holds so that it stays in cache while being scattered.

@@ -21,6 +21,7 @@
 #include "acc/checkpoint/save_job.h"
 #include "acc/distributed/agreement.h"
 #include "acc/io/safetensors.h"
+#include "acc/kernels/transpose.h"
 #include "acc/memory/allocator.h"
 #include "acc/optim/optimizer.h"
 #include "acc/runtime/init.h"
@@ -208,8 +209,7 @@ void append_transposed(io::SafetensorsWriter& writer, const std::string& name, c
   const float* in = value.data<float>();
   for (int64_t c0 = 0; c0 < cols; c0 += block) {
     const int64_t n = std::min(block, cols - c0);
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(c * rows + r)] = in[r * cols + c0 + c];
+    kernels::transpose32(in + c0, cols, out.data(), rows, rows, n);
     writer.append(name, out.data(), static_cast<uint64_t>(n * rows) * sizeof(float));
   }
 }
