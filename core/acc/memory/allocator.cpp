@@ -141,9 +141,11 @@ BlockCache& cache() {
 }
 
 size_t rounded_size(size_t nbytes) {
-  // aligned_alloc needs a multiple of the alignment; large blocks round to pages for reuse.
+  // aligned_alloc needs a multiple of the alignment; large blocks round to pages for reuse,
+  // those of huge pages to whole huge pages.
   const size_t unit = nbytes >= kCacheMinBytes ? 4096 : kAlignment;
-  return nbytes == 0 ? kAlignment : (nbytes + unit - 1) / unit * unit;
+  const size_t rounded = nbytes == 0 ? kAlignment : (nbytes + unit - 1) / unit * unit;
+  return huge_pages::serves(rounded) ? huge_pages::round_up(rounded) : rounded;
 }
 
 std::array<Counter, kNumCategories> g_by_category;

@@ -122,8 +122,8 @@ int64_t physical_memory_bytes();
 // fresh blocks from the OS are page-faulted and zeroed each time. The cache holds up to
 // ACC_ALLOC_CACHE_MB MiB (0 = off); by default half the physical memory, shared among the
 // ranks of this node (acc::init calls share_cache_among). release_cached() returns them all.
-// Blocks of 2 MiB and more come from huge_pages::map (huge_pages.h; ACC_HUGE_PAGES=0 gives
-// them to malloc too), the rest from malloc.
+// Blocks of 2 MiB and more come from huge_pages::map, rounded up to whole 2 MiB pages
+// (huge_pages.h; ACC_HUGE_PAGES=0 gives them to malloc too), the rest from malloc.
 inline constexpr size_t kCacheMinBytes = size_t{1} << 20;
 void share_cache_among(int local_ranks);
 void release_cached();

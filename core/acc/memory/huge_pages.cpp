@@ -22,6 +22,8 @@ bool serves(size_t bytes) {
   return on && bytes >= kBytes;
 }
 
+size_t round_up(size_t bytes) { return (bytes + kBytes - 1) / kBytes * kBytes; }
+
 void* map(size_t bytes) noexcept {
   // Map enough to hold the block from the first 2 MiB boundary on (mmap's pages are 4 KiB
   // aligned, so that boundary is at most kBytes - 4 KiB in), then give back what lies before
@@ -35,7 +37,7 @@ void* map(size_t bytes) noexcept {
   const uintptr_t end = begin + span, block_end = block + bytes;
   if (end > block_end) ::munmap(reinterpret_cast<void*>(block_end), end - block_end);
   // Advice only; a kernel without transparent huge pages leaves the block in 4 KiB pages.
-  ::madvise(reinterpret_cast<void*>(block), bytes / kBytes * kBytes, MADV_HUGEPAGE);
+  ::madvise(reinterpret_cast<void*>(block), bytes, MADV_HUGEPAGE);
   return reinterpret_cast<void*>(block);
 }
 
