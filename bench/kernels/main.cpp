@@ -100,7 +100,7 @@ void bench_transpose(std::vector<Row>& rows) {
   const double one_thread_copy =
       8.0 * n / seconds_per_call([&] { std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); }) / 1e9;
   rows.push_back({"memcpy 9.4MB, one thread (read+write)", "GB/s", one_thread_copy, 0, "", 0});
-  for (const auto [r, c] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}}) {
+  for (const auto& [r, c] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}}) {
     const std::string shape = std::to_string(r) + "x" + std::to_string(c);
     const double fast = seconds_per_call([&] { acc::kernels::transpose32(src, c, dst, r, r, c); });
     const double plain = seconds_per_call([&] { acc::kernels::ref::transpose32(src, c, dst, r, r, c); });

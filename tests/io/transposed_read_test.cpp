@@ -64,6 +64,7 @@ TEST(ReadTransposed, EveryRangeIsTheTransposeOfTheStoredMatrix) {
     expect_range(m, 0, n);                  // whole: whole stored rows
     expect_range(m, 0, cols);               // one acc row: each stored row's column
     expect_range(m, cols / 2, cols);        // mid-row to mid-row, two acc rows
+    expect_range(m, cols + 1, cols - 2);    // inside one acc row, both ends mid-row
     expect_range(m, n / 3 + 1, n / 3);      // a third, mid-row: columns only
     expect_range(m, n / 4 + 3, n / 2 + 5);  // over half the rows: whole stored rows, cut
     expect_range(m, n - 1, 1);              // the last element
@@ -80,7 +81,7 @@ TEST(ReadTransposed, ReadsServedByTheChecksumPassAreThoseOfAPlainRead) {
     manifest.files[m.file.filename().string()] = fs::file_size(m.file);
     const acc::checkpoint::PieceRecord piece{m.file.filename().string(), "w", 0, n, m.crc, transposed};
     const std::vector<std::pair<int64_t, int64_t>> ranges = {
-        {0, n}, {0, m.cols}, {m.cols / 2, m.cols}, {n / 3 + 1, n / 3}, {n - 1, 1}};
+        {0, n}, {0, m.cols}, {m.cols / 2, m.cols}, {m.cols + 1, m.cols - 2}, {n / 3 + 1, n / 3}, {n - 1, 1}};
     std::vector<std::vector<float>> got;
     std::vector<acc::checkpoint::PieceReader::Read> reads;
     for (const auto& [begin, count] : ranges) got.emplace_back(static_cast<size_t>(count), -1.0f);

@@ -39,8 +39,7 @@ void transpose32(const float* in, int64_t in_stride, float* out, int64_t out_str
       tile8(in + r * in_stride + c, in_stride, out + c * out_stride + r, out_stride);
       tile8(in + r * in_stride + c + 8, in_stride, out + (c + 8) * out_stride + r, out_stride);
     }
-    for (; r < rows; ++r)
-      for (int64_t k = c; k < c + 16; ++k) out[k * out_stride + r] = in[r * in_stride + k];
+    ref::transpose32(in + r * in_stride + c, in_stride, out + c * out_stride + r, out_stride, rows - r, 16);
   }
   ref::transpose32(in + c, in_stride, out + c * out_stride, out_stride, rows, cols - c);
 }

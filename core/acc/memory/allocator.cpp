@@ -50,7 +50,7 @@ struct Counter {
   void reset_peak() { peak.store(current.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 };
 
-// Large freed blocks by rounded size, reused for the next request of that exact size.
+// Large freed blocks by rounded size, reused for the next request of that rounded size.
 class BlockCache {
  public:
   void* take(size_t rounded) {
@@ -193,6 +193,9 @@ void* allocate(size_t nbytes, Category category, Tier tier) {
     count(category, tier, static_cast<int64_t>(nbytes));
     return p;
   }
+  // Beyond this no block can exist, and rounding up would wrap around.
+  ACC_CHECK(nbytes <= std::numeric_limits<size_t>::max() / 2, "out of memory: ", nbytes, " bytes asked for ",
+            category_name(category));
   const size_t rounded = rounded_size(nbytes);
   void* ptr = rounded >= kCacheMinBytes ? cache().take(rounded) : nullptr;
   if (!ptr) ptr = system_allocate(rounded);
