@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "acc/autograd/function.h"
+#include "acc/kernels/transpose.h"
 #include "acc/ops/detail.h"
 #include "acc/util/profiler.h"
 
@@ -76,11 +77,24 @@ void transpose_tiles(const T* in, T* out, int64_t batch, int64_t R, int64_t C) {
   });
 }
 
+// 4-byte elements: kernels::transpose32 (AVX2 tiles, bits only) on strips of 64 columns, the
+// strips over the thread pool.
+void transpose_4_bytes(const float* in, float* out, int64_t batch, int64_t R, int64_t C) {
+  constexpr int64_t kStrip = 64;
+  const int64_t strips = (C + kStrip - 1) / kStrip;
+  detail::parallel_range(batch * strips, 1, [&](int64_t s, int64_t e) {
+    for (int64_t t = s; t < e; ++t) {
+      const int64_t b = t / strips, c0 = t % strips * kStrip;
+      kernels::transpose32(in + b * R * C + c0, C, out + b * R * C + c0 * R, R, R, std::min(kStrip, C - c0));
+    }
+  });
+}
+
 void transpose_last_two(const Tensor& x, Tensor& out) {
   const int64_t R = x.size(-2), C = x.size(-1), batch = R * C != 0 ? x.numel() / (R * C) : 0;
   switch (dtype_size(x.dtype())) {
     case 2: return transpose_tiles(static_cast<const uint16_t*>(x.raw_data()), static_cast<uint16_t*>(out.raw_data()), batch, R, C);
-    case 4: return transpose_tiles(static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(out.raw_data()), batch, R, C);
+    case 4: return transpose_4_bytes(static_cast<const float*>(x.raw_data()), static_cast<float*>(out.raw_data()), batch, R, C);
     default: return transpose_tiles(static_cast<const uint64_t*>(x.raw_data()), static_cast<uint64_t*>(out.raw_data()), batch, R, C);
   }
 }
