@@ -155,7 +155,11 @@ void run_case(const Case& c, double peak_f32, double peak_bf16, std::vector<Row>
     std::printf(" %s %.1f", std::string(memory::category_name(cat)).c_str(), mb);
     rows.push_back({tag + " peak " + std::string(memory::category_name(cat)), "MB", mb, 0, "", 0});
   }
-  std::printf(" | total %.1f\n", static_cast<double>(after.total.peak - before.total.current) / 1e6);
+  // What the blocks hold beyond the requests (whole huge pages): resident, in no category.
+  const double rounding_mb = static_cast<double>(after.rounding.peak - before.rounding.current) / 1e6;
+  std::printf(" | total %.1f | block rounding %.1f\n", static_cast<double>(after.total.peak - before.total.current) / 1e6,
+              rounding_mb);
+  rows.push_back({tag + " peak block rounding", "MB", rounding_mb, 0, "", 0});
   std::fflush(stdout);
 }
 

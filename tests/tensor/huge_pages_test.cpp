@@ -83,13 +83,17 @@ TEST(HugePages, TheAllocatorTakesWholeHugePagesAndGivesThemBack) {
   // Two huge pages and 20 KiB: the block is three whole huge pages, all of them advised (a last
   // partial one in 4 KiB pages would cost as much to touch as the rest).
   const size_t bytes = 2 * kBytes + 5 * 4096;
+  const int64_t rounding_before = memory::report().rounding.current;
   void* p = memory::allocate(bytes, memory::Category::other);
+  // The rounding is counted, beside the categories (which count what was asked for).
+  EXPECT_EQ(memory::report().rounding.current - rounding_before, static_cast<int64_t>(3 * kBytes - bytes));
   const auto at = reinterpret_cast<uintptr_t>(p);
   EXPECT_EQ(at % kBytes, 0u);
   const Mapping m = mapping_at(at);
   EXPECT_TRUE(has_flag(m.flags, "hg")) << m.flags;
   EXPECT_GE(m.end, at + 3 * kBytes) << "the block's last huge page is not in its advised mapping";
   memory::deallocate(p, bytes, memory::Category::other);  // kept by the cache
+  EXPECT_EQ(memory::report().rounding.current, rounding_before);
   if (!std::getenv("ACC_ALLOC_CACHE_MB")) {  // (a capacity set from outside may keep nothing)
     // Any request that rounds to the same three huge pages gets the kept block back.
     void* again = memory::allocate(3 * kBytes - 4096, memory::Category::other);

@@ -152,6 +152,7 @@ std::array<Counter, kNumCategories> g_by_category;
 std::array<Counter, kNumTiers> g_by_tier;
 std::array<std::array<Counter, kNumCategories>, kNumTiers> g_by_tier_category;
 Counter g_total;
+Counter g_rounding;
 thread_local Category t_category = Category::other;
 thread_local Tier t_tier = Tier::compute;
 
@@ -207,6 +208,7 @@ void* allocate(size_t nbytes, Category category, Tier tier) {
     ACC_FAIL("out of memory: could not allocate ", nbytes, " bytes for ", category_name(category),
              " (now live: ", g_total.usage().current, " bytes)");
   count(category, tier, static_cast<int64_t>(nbytes));
+  g_rounding.add(static_cast<int64_t>(rounded - nbytes));
   return ptr;
 }
 
@@ -217,6 +219,7 @@ void deallocate(void* ptr, size_t nbytes, Category category, Tier tier) noexcept
   } else {
     const size_t rounded = rounded_size(nbytes);
     if (rounded < kCacheMinBytes || !cache().keep(ptr, rounded)) system_free(ptr, rounded);
+    g_rounding.add(-static_cast<int64_t>(rounded - nbytes));
   }
   count(category, tier, -static_cast<int64_t>(nbytes));
 }
@@ -279,6 +282,7 @@ Report report() {
   }
   r.total = g_total.usage();
   r.cached = cache().cached();
+  r.rounding = g_rounding.usage();
   return r;
 }
 
@@ -288,6 +292,7 @@ void reset_peaks() {
   for (auto& tier : g_by_tier_category)
     for (auto& c : tier) c.reset_peak();
   g_total.reset_peak();
+  g_rounding.reset_peak();
 }
 
 }  // namespace acc::memory

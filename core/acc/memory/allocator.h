@@ -107,6 +107,9 @@ struct Report {
   std::array<std::array<Usage, kNumCategories>, kNumTiers> by_tier_category{};
   Usage total;         // peak of the sum, not the sum of peaks
   int64_t cached = 0;  // freed large blocks kept for reuse (not live, not in any category)
+  // Bytes live blocks hold beyond what was asked for: large blocks round up to whole pages, of
+  // 2 MiB when they are huge pages (huge_pages.h). Resident, in no category.
+  Usage rounding;
   const Usage& operator[](Category c) const { return by_category[static_cast<size_t>(c)]; }
   const Usage& operator[](Tier t) const { return by_tier[static_cast<size_t>(t)]; }
   const Usage& at(Tier t, Category c) const {
