@@ -4,9 +4,9 @@
 // cannot reuse (a resume's optimizer state, a first step's activations and gradients) is fresh
 // memory, and its first touch is one page fault per page: 0.5 s per GB in 4 KiB pages on the
 // Intel Xeon VM, 2.9 s per GB on the AMD EPYC one (whose MMU is paravirtualised: a fault costs
-// ~11 us), against 0.07-0.17 s per GB in 2 MiB pages. A block's last partial 2 MiB left in 4 KiB
-// pages costs as much as the rest of it there (see round_up). ACC_HUGE_PAGES=0 turns this off
-// (plain malloc blocks).
+// ~11 us), against 0.07-0.17 s per GB in 2 MiB pages. On that VM a block's last partial 2 MiB
+// left in 4 KiB pages cost as much as the whole rest of the block (see round_up), so blocks are
+// whole huge pages. ACC_HUGE_PAGES=0 turns this off (plain malloc blocks).
 #include <cstddef>
 
 namespace acc::memory::huge_pages {
