@@ -25,11 +25,32 @@ std::vector<int32_t> random_ints(int64_t n, uint64_t seed, int32_t low, int32_t 
   return v;
 }
 
+namespace {
+
+// The folders fresh_dir made in this process, removed when it exits, unless a test failed:
+// then they stay for a look (their names carry the process id, printed by the runner).
+struct ScratchFolders {
+  std::vector<std::filesystem::path> made;
+  ~ScratchFolders() {
+    if (::testing::UnitTest::GetInstance()->Failed()) return;
+    std::error_code ignored;
+    for (const auto& dir : made) std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+ScratchFolders& scratch_folders() {
+  static ScratchFolders folders;
+  return folders;
+}
+
+}  // namespace
+
 std::filesystem::path fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("acc_test_" + name + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratch_folders().made.push_back(dir);
   return dir;
 }
 

@@ -16,7 +16,7 @@ std::vector<float> random_vector(int64_t n, uint64_t seed, float scale = 1.f);
 std::vector<int32_t> random_ints(int64_t n, uint64_t seed, int32_t low, int32_t high);
 
 // An empty scratch folder for one test, under the system temp folder (the process id keeps
-// concurrent runs apart).
+// concurrent runs apart), removed when the process exits if no test failed.
 std::filesystem::path fresh_dir(const std::string& name);
 
 // The message of the acc::Error that f throws, or "no error".
