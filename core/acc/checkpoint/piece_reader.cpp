@@ -67,13 +67,23 @@ const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
   const auto size = std::filesystem::file_size(path);
   ACC_CHECK(size == expected->second, file, " has ", size, " bytes, the manifest says ",
             expected->second, " (truncated or replaced)");
-  return readers_.emplace(file, io::SafetensorsReader(path)).first->second;
+  const auto& opened = readers_.emplace(file, io::SafetensorsReader(path)).first->second;
+  opened.expect_sequential_reads();  // entries are read whole or in long ranges, in file order
+  return opened;
 }
 
 void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces, const std::vector<Read>& reads) {
   std::vector<std::pair<const io::SafetensorsReader*, const PieceRecord*>> todo;
   for (const PieceRecord* piece : pieces)
     if (verified_.insert(piece->file + '\n' + piece->entry).second) todo.emplace_back(&reader(piece->file), piece);
+  // In file order: the pool splits the list into runs, so each thread reads on through a file
+  // and the kernel's readahead keeps ahead of it; in the manifest's order the threads jump
+  // about the files (a FULL load of GPT-2 small from a fast disk took 1.2-1.5x longer).
+  auto place = [](const auto& job) {  // an entry the file lacks sorts first; its check says so
+    const auto& [r, piece] = job;
+    return std::pair(piece->file, r->contains(piece->entry) ? r->entry(piece->entry).begin : 0);
+  };
+  std::sort(todo.begin(), todo.end(), [&](const auto& a, const auto& b) { return place(a) < place(b); });
   // Each read goes with the check of its piece when there is one here, else beside the checks.
   std::map<const PieceRecord*, size_t> checked_at;
   for (size_t i = 0; i < todo.size(); ++i) checked_at[todo[i].second] = i;

@@ -136,6 +136,10 @@ void SafetensorsReader::read_range_into(const std::string& name, int64_t begin, 
              static_cast<uint64_t>(end - begin) * size, dst);
 }
 
+void SafetensorsReader::expect_sequential_reads() const {
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);  // only advice: a failure changes nothing
+}
+
 void SafetensorsReader::read_bytes(uint64_t file_offset, uint64_t count, void* dst) const {
   auto* out = static_cast<char*>(dst);
   while (count > 0) {

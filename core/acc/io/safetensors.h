@@ -101,6 +101,10 @@ class SafetensorsReader {
   Tensor read_range(const std::string& name, int64_t begin, int64_t end) const;
   // The same elements written to dst, which must hold (end - begin) elements of the dtype.
   void read_range_into(const std::string& name, int64_t begin, int64_t end, void* dst) const;
+  // Tells the kernel that this file will be read in long runs in order: its readahead for the
+  // file doubles (posix_fadvise SEQUENTIAL), so more of the next run is in flight while the
+  // current one is used.
+  void expect_sequential_reads() const;
 
  private:
   void read_bytes(uint64_t file_offset, uint64_t count, void* dst) const;
