@@ -116,17 +116,16 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
         const bool want_x = need_x && autograd::input_wanted(0), want_w = need_w && autograd::input_wanted(1);
         const bool want_b = need_b && autograd::input_wanted(2);
         Tensor g2 = detail::in_dtype(g, dtype);
+        auto bias_grad = [&] { return detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features); };
         // A split backward's later call gets g2 (made once, held in the product's dtype), so the
         // bias's gradient, a sum of g in f32, is made now for it.
         if ((want_x != need_x || want_w != need_w || want_b != need_b) && autograd::keep_for_later_call(g2) &&
             need_b && !want_b)
-          *later_db = detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features);
+          *later_db = bias_grad();
         auto grads = product_grads(x, w, false, true, g2.view({rows, out_features}), want_x, want_w);
         Tensor dx = want_x ? grads[0].view(x_shape) : Tensor();
         Tensor db;
-        if (want_b)
-          db = later_db->defined() ? std::exchange(*later_db, Tensor())
-                                   : detail::sum_leading(detail::as_f32(g, "linear backward"), rows, out_features);
+        if (want_b) db = later_db->defined() ? std::exchange(*later_db, Tensor()) : bias_grad();
         return std::vector<Tensor>{dx, grads[1], db};
       },
       autograd::Inputs::separable);
