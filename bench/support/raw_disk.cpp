@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <vector>
 
@@ -80,6 +82,39 @@ int64_t raw_read_file(const std::filesystem::path& file) {
 
 int64_t raw_read_file_into(const std::filesystem::path& file, char* dst, int64_t capacity) {
   return read_to_end(file, capacity, [&](int64_t got) { return dst + got; });
+}
+
+int64_t raw_read_share(const std::vector<std::filesystem::path>& files, int share, int shares, int readers) {
+  ACC_CHECK(shares >= 1 && share >= 0 && share < shares && readers >= 1, "raw_read_share: share ", share, " of ",
+            shares, " by ", readers, " readers");
+  std::vector<int64_t> starts{0};  // each file's first byte in the run, and the end
+  for (const auto& f : files) starts.push_back(starts.back() + static_cast<int64_t>(std::filesystem::file_size(f)));
+  const int64_t total = starts.back();
+  const int64_t lo = total * share / shares, hi = total * (share + 1) / shares;
+  // Bytes [begin, end) of the run, pread() file by file.
+  auto read_part = [&](int64_t begin, int64_t end) {
+    constexpr int64_t kRead = int64_t{16} << 20;
+    std::vector<char> buffer(kRead);
+    for (size_t i = 0; i < files.size(); ++i) {
+      const int64_t from = std::max(begin, starts[i]), to = std::min(end, starts[i + 1]);
+      if (from >= to) continue;
+      Fd in(files[i], O_RDONLY);
+      for (int64_t at = from; at < to;) {
+        const ssize_t n = ::pread(in.fd, buffer.data(), static_cast<size_t>(std::min(kRead, to - at)),
+                                  static_cast<off_t>(at - starts[i]));
+        if (n < 0 && errno == EINTR) continue;
+        ACC_CHECK(n > 0, "read ", files[i].string(), ": ", n < 0 ? std::strerror(errno) : "unexpected end of file");
+        at += n;
+      }
+    }
+  };
+  std::vector<std::future<void>> others;  // get() rethrows a reader's failure
+  for (int r = 1; r < readers; ++r)
+    others.push_back(std::async(std::launch::async, read_part, lo + (hi - lo) * r / readers,
+                                lo + (hi - lo) * (r + 1) / readers));
+  read_part(lo, lo + (hi - lo) / readers);
+  for (auto& f : others) f.get();
+  return hi - lo;
 }
 
 void drop_file_from_page_cache(const std::filesystem::path& file) {
