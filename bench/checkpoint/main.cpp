@@ -21,9 +21,10 @@
 //     files paired with each load: every rank pread()s its share of their bytes with as many
 //     threads as the load has, right before one load and right after another (so neither order
 //     is favoured). This VM's disk is a host's cache in front of a disk: a file read a moment
-//     ago comes at ~5 GB/s ("warm", where the load's own work shows most), one left alone for a
-//     few seconds at ~1 GB/s ("idle", as a resume in a new job meets it); both are measured,
-//     each pair in one state. Target: the median of the pairs' ratios >= 0.8x (the load at
+//     ago comes at ~5 GB/s ("warm", where the load's own work shows most); one left alone for a
+//     few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it ("idle", after
+//     a pause; whether the host let the files go shows in the raw reads' times); both are
+//     measured, each pair in one state. Target: the median of the pairs' ratios >= 0.8x (the load at
 //     0.8x the raw read's speed), the worst pair shown beside it. Also reported: the raw file
 //     read from the disk just after it was written, into one reused buffer and into new memory
 //     from acc's allocator (where a load's bytes land: a load fills new tensors);
@@ -34,7 +35,8 @@
 // in memory fresh from the system (freed blocks returned first, as a new process has none).
 // They read what the saves just wrote, from the page cache, and again after the files were
 // dropped from it (from the disk).
-// Each time is the best of --repeats interleaved rounds (see run()).
+// Each time is the best of --repeats interleaved rounds (see run()); loads from the disk go by
+// the median of their pairs' ratios.
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -315,7 +317,8 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
            "raw_read_into_new_memory_from_disk_s: the same into a new block of acc's allocator (what a load "
            "fills) instead of one reused 64 MiB buffer; full_load_from_warm_disk_s: the FULL checkpoint dropped "
            "from the page cache, then loaded, right after a read of its files (this host's cache then serves "
-           "them at ~5 GB/s); full_load_from_idle_disk_s: the same after a pause of 5 s (~1 GB/s); "
+           "them at ~5 GB/s); full_load_from_idle_disk_s: the same after a pause of 5 s (after which the host "
+           "sometimes, not always, serves them at ~1 GB/s: see the raw reads' times); "
            "raw_read_beside_*_load_s: every rank pread() of its share of the same files with as many threads "
            "as the load has, dropped first, in the same state, right before one load and right after another; "
            "full_load_from_*_disk_vs_raw_read: the median over those pairs of raw read time / load time "
@@ -489,7 +492,7 @@ int run(int argc, char** argv) {
     return *std::min_element(v.begin(), v.end());
   };
   std::vector<double> raw_s, sharded_save_all, sharded_load_all, full_save_all, full_load_all, async_blocked_all,
-      async_total_all, step_all, async_slower_all, sharded_cold_load_all, full_cold_load_all, raw_read_all,
+      async_total_all, step_all, async_slower_all, sharded_cold_load_all, raw_read_all,
       raw_cold_read_all, raw_cold_read_new_all;
   Pairs warm, idle;  // FULL loads from the disk beside raw reads, just after a read / after a pause
   const fs::path async_root = work_dir / "async";
@@ -559,8 +562,8 @@ int run(int argc, char** argv) {
     // From the disk, each load paired with a raw read of the same files: raw then load, load
     // then raw. This host's cache serves a file read a moment ago at ~5 GB/s, where the load's
     // own work shows most ("warm": each pair after an untimed read of the files), and one left
-    // alone for a few seconds at ~1 GB/s, as a resume in a new job meets it ("idle": each side
-    // after a pause of kIdle, every rank quiet).
+    // alone for a few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it
+    // ("idle": each side after a pause of kIdle, every rank quiet).
     const auto files = files_under(full_dir);
     auto paired_raw_read = [&] {
       drop_from_page_cache(full_dir);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "acc/tensor/random.h"
@@ -28,13 +29,18 @@ std::vector<int32_t> random_ints(int64_t n, uint64_t seed, int32_t low, int32_t 
 namespace {
 
 // The folders fresh_dir made in this process, removed when it exits, unless a test failed:
-// then they stay for a look (their names carry the process id, printed by the runner).
+// then they stay for a look, named on stderr.
 struct ScratchFolders {
   std::vector<std::filesystem::path> made;
   ~ScratchFolders() {
-    if (::testing::UnitTest::GetInstance()->Failed()) return;
+    const bool keep = ::testing::UnitTest::GetInstance()->Failed();
     std::error_code ignored;
-    for (const auto& dir : made) std::filesystem::remove_all(dir, ignored);
+    for (const auto& dir : made) {
+      if (keep)
+        std::fprintf(stderr, "a test failed: its scratch folder %s is kept\n", dir.c_str());
+      else
+        std::filesystem::remove_all(dir, ignored);
+    }
   }
 };
 

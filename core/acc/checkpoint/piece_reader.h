@@ -38,7 +38,8 @@ class PieceReader {
   };
   // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
   // checksum; the pieces in file order over the thread pool, the files opened first. An entry
-  // already checked is not read again. The first failure in file order is thrown.
+  // already checked is not read again. Thrown: a file missing or of the wrong size, else the
+  // first failed check in file order, else the first failed read.
   // `reads` are done on the way: those of a piece checked here from the chunks read for its
   // checksum (so those bytes come off the disk once), the others beside the checks. Their
   // destinations hold whatever was read when a check fails: fresh tensors, not the model.
