@@ -175,8 +175,11 @@ struct Pairs {
     load_s.push_back(load);
     ratio.push_back(raw / load);
   }
-  // Into the results under `name`: the best times, the median ratio (the target's) and the
-  // worst, and every pair.
+  double best_load() const { return *std::min_element(load_s.begin(), load_s.end()); }
+  double best_raw() const { return *std::min_element(raw_s.begin(), raw_s.end()); }
+  double median_ratio() const { return median(ratio); }  // the target's
+  double worst_ratio() const { return *std::min_element(ratio.begin(), ratio.end()); }
+  // Into the results under `name`: the figures above and every pair.
   void report(Poco::JSON::Object& r, const std::string& name) const;
 };
 
@@ -265,12 +268,12 @@ Poco::JSON::Array::Ptr json_array(const std::vector<double>& v) {
 
 void Pairs::report(Poco::JSON::Object& r, const std::string& name) const {
   const std::string load = "full_load_from_" + name + "_disk", raw = "raw_read_beside_" + name + "_load";
-  r.set(load + "_s", *std::min_element(load_s.begin(), load_s.end()));
+  r.set(load + "_s", best_load());
   r.set(load + "_s_all", json_array(load_s));
-  r.set(raw + "_s", *std::min_element(raw_s.begin(), raw_s.end()));
+  r.set(raw + "_s", best_raw());
   r.set(raw + "_s_all", json_array(raw_s));
-  r.set(load + "_vs_raw_read", median(ratio));
-  r.set(load + "_vs_raw_read_worst", *std::min_element(ratio.begin(), ratio.end()));
+  r.set(load + "_vs_raw_read", median_ratio());
+  r.set(load + "_vs_raw_read_worst", worst_ratio());
   r.set(load + "_vs_raw_read_all", json_array(ratio));
 }
 
@@ -635,8 +638,7 @@ int run(int argc, char** argv) {
   auto show = [&](const char* what, const Pairs& p) {
     say("  FULL loads from the disk (%s): best %.2f s; a raw read of the same files beside each: best %.2f s, the "
         "load at %.2fx its speed (median of %zu pairs; worst %.2fx)\n",
-        what, *std::min_element(p.load_s.begin(), p.load_s.end()), *std::min_element(p.raw_s.begin(), p.raw_s.end()),
-        median(p.ratio), p.ratio.size(), *std::min_element(p.ratio.begin(), p.ratio.end()));
+        what, p.best_load(), p.best_raw(), p.median_ratio(), p.ratio.size(), p.worst_ratio());
   };
   say("  sharded load from the disk %.2f s\n", sharded_cold_load_s);
   show("warm", warm);

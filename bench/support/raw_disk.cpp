@@ -108,11 +108,10 @@ int64_t raw_read_share(const std::vector<std::filesystem::path>& files, int shar
       }
     }
   };
+  auto bound = [&](int r) { return lo + (hi - lo) * r / readers; };  // reader r's part: [bound(r), bound(r + 1))
   std::vector<std::future<void>> others;  // get() rethrows a reader's failure
-  for (int r = 1; r < readers; ++r)
-    others.push_back(std::async(std::launch::async, read_part, lo + (hi - lo) * r / readers,
-                                lo + (hi - lo) * (r + 1) / readers));
-  read_part(lo, lo + (hi - lo) / readers);
+  for (int r = 1; r < readers; ++r) others.push_back(std::async(std::launch::async, read_part, bound(r), bound(r + 1)));
+  read_part(bound(0), bound(1));
   for (auto& f : others) f.get();
   return hi - lo;
 }
