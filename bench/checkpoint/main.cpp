@@ -25,7 +25,11 @@
 //     few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it ("idle", after
 //     a pause; whether the host let the files go shows in the raw reads' times); both are
 //     measured, each pair in one state. Target: the median of the pairs' ratios >= 0.8x (the load at
-//     0.8x the raw read's speed), the worst pair shown beside it. Also reported: the raw file
+//     0.8x the raw read's speed), the worst pair shown beside it. Beside each warm pair, a
+//     checked read of the same share (bench::checked_read_share: the raw read with every read
+//     summed by CRC-32), against the same raw read: what reading and checking alone cost, so
+//     that the rest of the load's work shows apart. The raw reads' buffers come from acc's
+//     allocator (huge pages, as the load's). Also reported: the raw file
 //     read from the disk just after it was written, into one reused buffer and into new memory
 //     from acc's allocator (where a load's bytes land: a load fills new tensors);
 //   allocator peak during the FULL save minus what was live before it, rank 0, against the f32
@@ -48,6 +52,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -179,6 +184,13 @@ struct Pairs {
   double best_raw() const { return *std::min_element(raw_s.begin(), raw_s.end()); }
   double median_ratio() const { return median(ratio); }  // the target's
   double worst_ratio() const { return *std::min_element(ratio.begin(), ratio.end()); }
+  // Beside some pairs: a checked read (bench::checked_read_share) and the raw
+  // read's time over its time.
+  std::vector<double> checked_s, checked_ratio;
+  void add_checked(double raw, double checked) {
+    checked_s.push_back(checked);
+    checked_ratio.push_back(raw / checked);
+  }
   // Into the results under `name`: the figures above and every pair.
   void report(Poco::JSON::Object& r, const std::string& name) const;
 };
@@ -275,6 +287,12 @@ void Pairs::report(Poco::JSON::Object& r, const std::string& name) const {
   r.set(load + "_vs_raw_read", median_ratio());
   r.set(load + "_vs_raw_read_worst", worst_ratio());
   r.set(load + "_vs_raw_read_all", json_array(ratio));
+  if (checked_s.empty()) return;
+  const std::string checked = "checked_read_from_" + name + "_disk";
+  r.set(checked + "_s", *std::min_element(checked_s.begin(), checked_s.end()));
+  r.set(checked + "_s_all", json_array(checked_s));
+  r.set(checked + "_vs_raw_read", median(checked_ratio));
+  r.set(checked + "_vs_raw_read_all", json_array(checked_ratio));
 }
 
 // The results file: {"title", "date", "cpu", "notes", "runs": [one object per (model, ranks)]};
@@ -325,7 +343,11 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
            "raw_read_beside_*_load_s: every rank pread() of its share of the same files with as many threads "
            "as the load has, dropped first, in the same state, right before one load and right after another; "
            "full_load_from_*_disk_vs_raw_read: the median over those pairs of raw read time / load time "
-           "(_all: every pair, _worst: the lowest); async_blocked_s: "
+           "(_all: every pair, _worst: the lowest); checked_read_from_warm_disk_s: the best of the checked reads "
+           "taken before and after each warm pair (every rank pread() of its share as the raw read does, each "
+           "read summed with CRC-32: the reading and checking a load cannot skip), _vs_raw_read: the median of "
+           "the raw read's time / the checked read's (each against its pair's raw read; _all: every one); "
+           "async_blocked_s: "
            "save_async's time plus the next step's wait for the state's copy; async_step_slower_s: how "
            "much longer that step (4 x 128 tokens per rank) took than step_s without a save; "
            "async_total_s: until finish_saves() committed it; "
@@ -345,17 +367,18 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
 
 void print_table(Poco::JSON::Array::Ptr runs) {
   // From the disk, warm and idle: the FULL load's best, the paired raw read's best, the median
-  // of the pairs' ratios (the target) and the worst.
+  // of the pairs' ratios (the target) and the worst; for warm also the checked reads' median
+  // ratio to the raw read.
   std::printf("\n%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s | %8s | %8s %8s %8s | %8s %8s %8s "
-              "%8s | %8s %8s %8s %8s | %10s %9s %8s\n",
+              "%8s %8s | %8s %8s %8s %8s | %10s %9s %8s\n",
               "model", "ranks", "params", "raw GB/s", "shd save", "GB/s", "vs raw", "async", "vs sync", "async",
               "shd load", "shd load", "full sav", "full ld", "raw read", "vs raw", "full ld", "raw read", "vs raw",
-              "worst", "full ld", "raw read", "vs raw", "worst", "peak+ MB", "unit MB", "vs unit");
+              "worst", "checked", "full ld", "raw read", "vs raw", "worst", "peak+ MB", "unit MB", "vs unit");
   std::printf("%-7s %5s %8s | %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s | %8s | %8s %8s %8s | %8s %8s %8s "
-              "%8s | %8s %8s %8s %8s | %10s %9s %8s\n",
+              "%8s %8s | %8s %8s %8s %8s | %10s %9s %8s\n",
               "", "", "(M)", "write", "(s)", "", "(>=0.8)", "blocks s", "(<=0.1)", "total s", "cache s", "disk s",
-              "(s)", "cache s", "cache s", "", "warm s", "beside s", "(>=0.8)", "pair", "idle s", "beside s",
-              "(>=0.8)", "pair", "full save", "largest", "(<=1.0)");
+              "(s)", "cache s", "cache s", "", "warm s", "beside s", "(>=0.8)", "pair", "vs raw", "idle s",
+              "beside s", "(>=0.8)", "pair", "full save", "largest", "(<=1.0)");
   for (size_t i = 0; i < runs->size(); ++i) {
     auto r = runs->getObject(static_cast<unsigned>(i));
     auto d = [&](const std::string& k) { return r->getValue<double>(k); };
@@ -372,8 +395,11 @@ void print_table(Poco::JSON::Array::Ptr runs) {
     for (const std::string name : {"warm", "idle"}) {
       const std::string load = "full_load_from_" + name + "_disk";
       const double ratio = d(load + "_vs_raw_read");
-      std::printf(" %8.2f %8.2f %7.2f%s %8.2f |", d(load + "_s"), d("raw_read_beside_" + name + "_load_s"), ratio,
+      std::printf(" %8.2f %8.2f %7.2f%s %8.2f", d(load + "_s"), d("raw_read_beside_" + name + "_load_s"), ratio,
                   mark(ratio >= 0.8), d(load + "_vs_raw_read_worst"));
+      const std::string checked = "checked_read_from_warm_disk_vs_raw_read";  // not in older runs
+      if (name == "warm") std::printf(" %8.2f", r->has(checked) ? d(checked) : std::nan(""));
+      std::printf(" |");
     }
     std::printf(" %10.1f %9.1f %7.2f%s\n", d("full_save_peak_extra_mb"), d("largest_unit_mb"), vs_unit,
                 mark(vs_unit <= 1.0));
@@ -574,6 +600,13 @@ int run(int argc, char** argv) {
         bench::raw_read_share(files, group.rank(), group.size(), runtime::num_threads());
       });
     };
+    // What a load cannot skip: the same bytes read and summed.
+    auto paired_checked_read = [&] {
+      drop_from_page_cache(full_dir);
+      return timed_on_all("checked read", [&] {
+        bench::checked_read_share(files, group.rank(), group.size(), runtime::num_threads());
+      });
+    };
     auto cold_load = [&] {
       drop_from_page_cache(full_dir);
       forget_optimizer_state();
@@ -584,12 +617,15 @@ int run(int argc, char** argv) {
       std::this_thread::sleep_for(kIdle);
       group.barrier();
     };
+    // The checked reads go outside the pairs, so that each raw read stays next to its load.
     paired_raw_read();
-    const double raw_a = paired_raw_read(), load_a = cold_load();
+    const double checked_a = paired_checked_read(), raw_a = paired_raw_read(), load_a = cold_load();
     paired_raw_read();
-    const double load_b = cold_load(), raw_b = paired_raw_read();
+    const double load_b = cold_load(), raw_b = paired_raw_read(), checked_b = paired_checked_read();
     warm.add(raw_a, load_a);
     warm.add(raw_b, load_b);
+    warm.add_checked(raw_a, checked_a);
+    warm.add_checked(raw_b, checked_b);
     pause();
     const double idle_raw_a = paired_raw_read();
     pause();
@@ -642,6 +678,9 @@ int run(int argc, char** argv) {
   };
   say("  sharded load from the disk %.2f s\n", sharded_cold_load_s);
   show("warm", warm);
+  say("    beside them a checked read (the same reads, each summed with CRC-32: the reading and checking a load "
+      "cannot skip): best %.2f s, at %.2fx the raw read's speed (median)\n",
+      *std::min_element(warm.checked_s.begin(), warm.checked_s.end()), median(warm.checked_ratio));
   show("idle", idle);
   say("  the raw file read from the disk right after it was written: %.2f s; into new memory %.2f s\n", raw_cold_read_s,
       raw_cold_read_new_s);

@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   memory::set_file_tier_dir(dir, 4 * tensor_bytes);
 
   const RawDisk disk = raw_disk(dir, 3 * tensor_bytes);
+  memory::release_cached();  // the raw read's buffer is not kept beside the state
   Tensor param, grad;
   {
     memory::TierScope tier(memory::Tier::file);
