@@ -58,16 +58,17 @@ void expect_range(const Stored& m, int64_t begin, int64_t count) {
 TEST(ReadTransposed, EveryRangeIsTheTransposeOfTheStoredMatrix) {
   const fs::path dir = acc::test::fresh_dir("read_transposed");
   // 7 x 13: narrow; 300 x 700: more than 64 stored rows and wider than a 512 KiB block of them
-  // (both read in whole stored rows, a row being short); 5 x 9000: stored rows of 36 KB, so the
-  // ranges needing a third of each (or less) read just those columns, row by row.
-  for (const auto& [cols, rows] : {std::pair<int64_t, int64_t>{7, 13}, {300, 700}, {5, 9000}}) {
+  // (both read in whole stored rows, a row being short); 100 x 9000: stored rows of 36 KB, so a
+  // range needing under half of each reads just those columns, row by row, over several blocks
+  // of stored rows.
+  for (const auto& [cols, rows] : {std::pair<int64_t, int64_t>{7, 13}, {300, 700}, {100, 9000}}) {
     const Stored m = write_stored(dir, cols, rows);
     const int64_t n = cols * rows;
     expect_range(m, 0, n);                  // whole: whole stored rows
-    expect_range(m, 0, cols);               // one acc row: each stored row's column
+    expect_range(m, 0, cols);               // one acc row: one column of each stored row (100 x 9000)
     expect_range(m, cols / 2, cols);        // mid-row to mid-row, two acc rows
     expect_range(m, cols + 1, cols - 2);    // inside one acc row, both ends mid-row
-    expect_range(m, n / 3 + 1, n / 3);      // a third, mid-row: columns only
+    expect_range(m, n / 3 + 1, n / 3);      // a third, mid-row: columns only (100 x 9000)
     expect_range(m, n / 4 + 3, n / 2 + 5);  // over half the rows: whole stored rows, cut
     expect_range(m, n - 1, 1);              // the last element
   }

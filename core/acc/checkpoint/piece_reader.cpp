@@ -236,7 +236,7 @@ void read_transposed(const io::SafetensorsReader& r, const std::string& entry, i
   // [first, last): columns of the stored matrix, read a block of stored rows at a time into a
   // buffer that stays in cache and written out transposed, each acc row's part of the block
   // being contiguous in dst. Whole stored rows, in one read per block, when most of each row is
-  // needed or the part not needed is short (copying 16 KB costs about one system call here: a
+  // needed or the part not needed is short (copying 16 KiB costs about one system call here: a
   // quarter of GPT-2's 768-wide mlp.c_proj took 3072 reads of 768 bytes a block); otherwise one
   // read per stored row of just the columns [first, last).
   constexpr int64_t kSkipBytes = 16 << 10;

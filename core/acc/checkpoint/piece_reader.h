@@ -68,7 +68,8 @@ class PieceReader {
 // Elements [entry_at, entry_at + count) of `entry`'s transpose to dst: the entry is stored
 // [cols, rows] (Hugging Face's Conv1D, [in, out]), the elements counted in acc's [rows, cols].
 // Reads only the stored rows' columns the range crosses (whole stored rows when that is most of
-// them), through a buffer of at most 64 stored rows: no allocation of the matrix's size.
+// them, or when what each row's read would skip is at most 16 KiB), through a buffer of at most
+// 64 stored rows: no allocation of the matrix's size.
 void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
                      int64_t entry_at, int64_t count, float* dst);
 
