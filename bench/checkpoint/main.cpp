@@ -24,14 +24,14 @@
 //     ago comes at ~5 GB/s ("warm", where the load's own work shows most); one left alone for a
 //     few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it ("idle", after
 //     a pause; whether the host let the files go shows in the raw reads' times); both are
-//     measured, each pair in one state. Target: the median of the pairs' ratios >= 0.8x (the load at
-//     0.8x the raw read's speed), the worst pair shown beside it. Beside each warm pair, a
+//     measured, each pair in one state. Target: the median of the pairs' ratios >= 0.8x (the load
+//     at 0.8x the raw read's speed), the worst pair shown beside it. Beside each warm pair, a
 //     checked read of the same share (bench::checked_read_share: the raw read with every read
 //     summed by CRC-32), against the same raw read: what reading and checking alone cost, so
 //     that the rest of the load's work shows apart. The raw reads' buffers come from acc's
-//     allocator (huge pages, as the load's). Also reported: the raw file
-//     read from the disk just after it was written, into one reused buffer and into new memory
-//     from acc's allocator (where a load's bytes land: a load fills new tensors);
+//     allocator (huge pages, as the load's). Also reported: the raw file read from the disk just
+//     after it was written, into one reused buffer and into new memory from acc's allocator
+//     (where a load's bytes land: a load fills new tensors);
 //   allocator peak during the FULL save minus what was live before it, rank 0, against the f32
 //     bytes of the largest wrap unit (a GPT2Block, or the root: everything outside the blocks,
 //     the embeddings) (target <= 1x).
@@ -184,13 +184,15 @@ struct Pairs {
   double best_raw() const { return *std::min_element(raw_s.begin(), raw_s.end()); }
   double median_ratio() const { return median(ratio); }  // the target's
   double worst_ratio() const { return *std::min_element(ratio.begin(), ratio.end()); }
-  // Beside some pairs: a checked read (bench::checked_read_share) and the raw
-  // read's time over its time.
+  // Beside some pairs: a checked read (bench::checked_read_share) and the raw read's time over
+  // its time.
   std::vector<double> checked_s, checked_ratio;
   void add_checked(double raw, double checked) {
     checked_s.push_back(checked);
     checked_ratio.push_back(raw / checked);
   }
+  double best_checked() const { return *std::min_element(checked_s.begin(), checked_s.end()); }
+  double median_checked_ratio() const { return median(checked_ratio); }
   // Into the results under `name`: the figures above and every pair.
   void report(Poco::JSON::Object& r, const std::string& name) const;
 };
@@ -289,9 +291,9 @@ void Pairs::report(Poco::JSON::Object& r, const std::string& name) const {
   r.set(load + "_vs_raw_read_all", json_array(ratio));
   if (checked_s.empty()) return;
   const std::string checked = "checked_read_from_" + name + "_disk";
-  r.set(checked + "_s", *std::min_element(checked_s.begin(), checked_s.end()));
+  r.set(checked + "_s", best_checked());
   r.set(checked + "_s_all", json_array(checked_s));
-  r.set(checked + "_vs_raw_read", median(checked_ratio));
+  r.set(checked + "_vs_raw_read", median_checked_ratio());
   r.set(checked + "_vs_raw_read_all", json_array(checked_ratio));
 }
 
@@ -392,12 +394,12 @@ void print_table(Poco::JSON::Array::Ptr runs) {
                 d("async_blocked_s"), blocked, mark(blocked <= 0.1), d("async_total_s"), d("sharded_load_s"),
                 d("sharded_load_from_disk_s"), d("full_save_s"), d("full_load_s"), d("raw_read_s"),
                 d("full_load_vs_raw_read"));
+    const std::string checked = "checked_read_from_warm_disk_vs_raw_read";  // not in older runs
     for (const std::string name : {"warm", "idle"}) {
       const std::string load = "full_load_from_" + name + "_disk";
       const double ratio = d(load + "_vs_raw_read");
       std::printf(" %8.2f %8.2f %7.2f%s %8.2f", d(load + "_s"), d("raw_read_beside_" + name + "_load_s"), ratio,
                   mark(ratio >= 0.8), d(load + "_vs_raw_read_worst"));
-      const std::string checked = "checked_read_from_warm_disk_vs_raw_read";  // not in older runs
       if (name == "warm") std::printf(" %8.2f", r->has(checked) ? d(checked) : std::nan(""));
       std::printf(" |");
     }
@@ -594,19 +596,14 @@ int run(int argc, char** argv) {
     // alone for a few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it
     // ("idle": each side after a pause of kIdle, every rank quiet).
     const auto files = files_under(full_dir);
-    auto paired_raw_read = [&] {
+    // Every rank's share of the files, dropped from the page cache first, read by `read_share`.
+    auto share_read = [&](const char* what, auto read_share) {
       drop_from_page_cache(full_dir);
-      return timed_on_all("raw read", [&] {
-        bench::raw_read_share(files, group.rank(), group.size(), runtime::num_threads());
-      });
+      return timed_on_all(what, [&] { read_share(files, group.rank(), group.size(), runtime::num_threads()); });
     };
+    auto paired_raw_read = [&] { return share_read("raw read", bench::raw_read_share); };
     // What a load cannot skip: the same bytes read and summed.
-    auto paired_checked_read = [&] {
-      drop_from_page_cache(full_dir);
-      return timed_on_all("checked read", [&] {
-        bench::checked_read_share(files, group.rank(), group.size(), runtime::num_threads());
-      });
-    };
+    auto paired_checked_read = [&] { return share_read("checked read", bench::checked_read_share); };
     auto cold_load = [&] {
       drop_from_page_cache(full_dir);
       forget_optimizer_state();
@@ -680,7 +677,7 @@ int run(int argc, char** argv) {
   show("warm", warm);
   say("    beside them a checked read (the same reads, each summed with CRC-32: the reading and checking a load "
       "cannot skip): best %.2f s, at %.2fx the raw read's speed (median)\n",
-      *std::min_element(warm.checked_s.begin(), warm.checked_s.end()), median(warm.checked_ratio));
+      warm.best_checked(), warm.median_checked_ratio());
   show("idle", idle);
   say("  the raw file read from the disk right after it was written: %.2f s; into new memory %.2f s\n", raw_cold_read_s,
       raw_cold_read_new_s);
