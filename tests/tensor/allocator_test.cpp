@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "acc/memory/allocator.h"
 #include "acc/memory/resident.h"
@@ -202,6 +203,37 @@ TEST(AllocatorTiers, FileTierZeroDropsWholePages) {
   EXPECT_EQ(wrong, 0);
   t.zero_();  // whole pages again, read back as zeros
   EXPECT_EQ(std::count(p, p + n, 0.0f), n);
+}
+
+// read_block and write_block reach the same bytes as the mapping (both are the file's page
+// cache) without mapping a page in; outside every block they are an error, not a stray copy.
+TEST(AllocatorTiers, FileTierBlocksReadAndWriteThroughTheirFile) {
+  file_tier_dir();
+  memory::TierScope tier(memory::Tier::file);
+  const int64_t n = int64_t{4} << 20;  // 16 MB of f32
+  Tensor t = Tensor::empty({n});
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 977);
+  page_out(t);
+  const int64_t first = 1001, count = n - 3000;  // inside pages at both ends
+  std::vector<float> out(static_cast<size_t>(count));
+  const memory::ResidentKinds before = memory::resident_kinds();
+  memory::read_block(p + first, out.size() * sizeof(float), out.data(), memory::Tier::file);
+  for (float& v : out) v = -v;
+  memory::write_block(p + first, out.size() * sizeof(float), out.data(), memory::Tier::file);
+  EXPECT_LT(memory::resident_kinds().file_tier - before.file_tier, 4 * n / 10) << "pages were mapped in";
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<float>(i % 977);
+    wrong += p[i] != (i >= first && i < first + count ? -v : v);
+  }
+  EXPECT_EQ(wrong, 0);
+  float one = 0;
+  EXPECT_NE(test::error_of([&] { memory::read_block(p + n - 1, 2 * sizeof(float), &one, memory::Tier::file); })
+                .find("run past their block"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] { memory::read_block(&one, sizeof(float), &one, memory::Tier::file); }).find("is in no block"),
+            std::string::npos);
 }
 
 TEST(AllocatorTiers, FileTierDirectoryIsCheckedUpFront) {

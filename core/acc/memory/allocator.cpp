@@ -245,6 +245,20 @@ void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept {
   if (tier == Tier::file) file_tier::page_out(ptr, nbytes);
 }
 
+void read_block(const void* at, size_t nbytes, void* dst, Tier tier) {
+  if (tier == Tier::file)
+    file_tier::read(at, nbytes, dst);
+  else
+    std::memcpy(dst, at, nbytes);
+}
+
+void write_block(void* at, size_t nbytes, const void* src, Tier tier) {
+  if (tier == Tier::file)
+    file_tier::write(at, nbytes, src);
+  else
+    std::memcpy(at, src, nbytes);
+}
+
 void zero(void* ptr, size_t nbytes, Tier tier) noexcept {
   if (tier == Tier::file)
     file_tier::zero(ptr, nbytes);

@@ -59,6 +59,11 @@ int64_t file_tier_cache_bytes(int local_ranks);
 // resident memory; their contents stay in the file (read back on the next touch). Does nothing
 // for other tiers.
 void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept;
+// Copies nbytes at `at`, inside a block of `tier`, into dst (read_block) or from src
+// (write_block). A file-tier block is read and written through its file, not its mapping: no
+// page is mapped into the process, and none needs page_out() after.
+void read_block(const void* at, size_t nbytes, void* dst, Tier tier);
+void write_block(void* at, size_t nbytes, const void* src, Tier tier);
 // Sets [ptr, ptr + nbytes) of a block of `tier` to zeros; in the file tier without reading or
 // writing its whole pages (see file_tier::zero).
 void zero(void* ptr, size_t nbytes, Tier tier) noexcept;

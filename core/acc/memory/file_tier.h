@@ -16,6 +16,11 @@ void set_dir(const std::filesystem::path& dir, int64_t reserve_bytes);
 // that a full disk is an error here, not a SIGBUS when a page is first written.
 void* map(size_t nbytes);
 void unmap(void* ptr, size_t nbytes) noexcept;
+// Copies [at, at + nbytes) of a mapped block out of its file into dst, or src into it, through
+// the file's descriptor: the same bytes as the mapping holds (both are the page cache), without
+// mapping a page into the process.
+void read(const void* at, size_t nbytes, void* dst);
+void write(void* at, size_t nbytes, const void* src);
 // madvise(MADV_DONTNEED) on the whole pages inside the range: for a shared file mapping the
 // data stays in the file and the page cache; the process stops holding the pages.
 void page_out(const void* ptr, size_t nbytes) noexcept;

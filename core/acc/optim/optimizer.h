@@ -87,7 +87,8 @@ class Optimizer {
 
  private:
   // For a parameter offloaded to files: update() over 1 MiB chunks of it, its gradient and its
-  // state, each chunk paged out right after, so one chunk of each is resident at a time.
+  // state, each read from its file into a buffer and written back, so one chunk of each is
+  // resident at a time.
   void update_streaming(const Tensor& param, const Tensor& grad, double lr, double weight_decay,
                         bfloat16* bf16_copy, ParamState& state);
 
