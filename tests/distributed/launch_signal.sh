@@ -17,9 +17,9 @@ check() {
   # shellcheck disable=SC2086 # opts holds separate words
   "$accelerate" launch --num_processes 2 $opts sh -c "$script" >"$out" 2>&1 &
   launcher=$!
-  for _ in $(seq 1 20); do
+  for _ in $(seq 1 100); do
     [ "$(pgrep -fc "sleep $marker")" -ge 2 ] && break
-    sleep 0.5
+    sleep 0.1
   done
   [ "$(pgrep -fc "sleep $marker")" -ge 2 ] || { echo "FAIL: $label: the ranks did not start"; cat "$out"; kill -9 $launcher; exit 1; }
   first=1
@@ -28,9 +28,9 @@ check() {
     first=0
     kill -"$sig" $launcher
   done
-  for _ in $(seq 1 20); do
+  for _ in $(seq 1 100); do
     kill -0 $launcher 2>/dev/null || break
-    sleep 0.5
+    sleep 0.1
   done
   if kill -0 $launcher 2>/dev/null; then
     echo "FAIL: $label: accelerate launch still runs 10 s after the last signal"; cat "$out"; kill -9 $launcher; exit 1
