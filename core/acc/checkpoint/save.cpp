@@ -157,17 +157,29 @@ Tensor snapshot_of(const Tensor& t) {
   return copy;
 }
 
-// Writes an item in 64 MiB blocks. Blocks of a file-tier tensor (fsdp_offload_dir) are dropped
-// from resident memory once written, so saving a state larger than memory holds one at a time.
+// Writes an item in 64 MiB blocks. A file-tier tensor (fsdp_offload_dir) is read from its file
+// 8 MiB at a time into one buffer (memory::read_block): saving a state larger than memory holds
+// that much beside it (a 64 MiB buffer broke the 430 MiB limit of larger_than_memory.sh), and
+// maps none of its pages in (each a fault, costly on a paravirtualised MMU).
 void write_item(io::SafetensorsWriter& writer, const std::string& key, const Tensor& data) {
-  constexpr size_t kBlock = size_t{64} << 20;
   const auto* bytes = static_cast<const char*>(data.raw_data());
   const size_t total = data.nbytes();
   if (total == 0) writer.write(key, bytes);
-  for (size_t at = 0; at < total; at += kBlock) {
-    const size_t n = std::min(kBlock, total - at);
-    writer.append(key, bytes + at, n);
-    memory::page_out(bytes + at, n, data.storage()->tier());
+  const memory::Tier tier = data.storage()->tier();
+  const size_t block = tier == memory::Tier::file ? size_t{8} << 20 : size_t{64} << 20;
+  Tensor buffer;
+  if (tier == memory::Tier::file) {
+    memory::CategoryScope category(memory::Category::checkpoint);
+    buffer = Tensor::empty({static_cast<int64_t>((std::min(block, total) + 3) / sizeof(float))});
+  }
+  for (size_t at = 0; at < total; at += block) {
+    const size_t n = std::min(block, total - at);
+    if (buffer.defined()) {
+      memory::read_block(bytes + at, n, buffer.raw_data(), tier);
+      writer.append(key, buffer.raw_data(), n);
+    } else {
+      writer.append(key, bytes + at, n);
+    }
   }
 }
 
