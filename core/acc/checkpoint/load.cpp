@@ -105,7 +105,7 @@ struct Plan {
     std::vector<PieceReader::Read> out;
     for_each_target([&](Target& t) {
       if (t.fresh == fresh)
-        for (const auto& r : t.reads) out.push_back({r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at});
+        for (const auto& r : t.reads) out.push_back({r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at, t.dst.storage()->tier()});
     });
     return out;
   }

@@ -104,8 +104,7 @@ void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces, cons
     if (i < todo.size()) {
       check_crc(*todo[i].first, *todo[i].second, served[i]);
     } else {
-      const Read& r = others[i - todo.size()];
-      read(*r.piece, r.entry_at, r.count, r.dst);
+      read_part(others[i - todo.size()]);
     }
   });
 }
@@ -173,7 +172,9 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
     // out of the page cache, not two).
     const Read* whole = nullptr;
     for (const Read& read : reads)
-      if (!piece.transposed && read.entry_at <= at && at + n <= read.entry_at + read.count) whole = &read;
+      if (!piece.transposed && read.tier != memory::Tier::file && read.entry_at <= at &&
+          at + n <= read.entry_at + read.count)
+        whole = &read;
     float* const data = whole ? whole->dst + (at - whole->entry_at) : buffer;
     r.read_range_into(piece.entry, at, at + n, data);
     crc = io::crc32(data, static_cast<size_t>(n) * sizeof(float), crc);
@@ -182,7 +183,9 @@ void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& p
       if (&read == whole) continue;
       if (!piece.transposed) {
         const int64_t lo = std::max(at, read.entry_at), hi = std::min(at + n, end);
-        if (lo < hi) std::copy(data + (lo - at), data + (hi - at), read.dst + (lo - read.entry_at));
+        if (lo < hi)
+          memory::write_block(read.dst + (lo - read.entry_at), static_cast<size_t>(hi - lo) * sizeof(float),
+                              data + (lo - at), read.tier);
         continue;
       }
       for (int64_t j0 = at / row; j0 < (at + n) / row; j0 += block)
@@ -220,14 +223,27 @@ std::vector<PieceReader::Read> PieceReader::parts(const std::vector<Read>& reads
     reader(r.piece->file);  // open every file here: the threads only look them up
     const int64_t step = r.piece->transposed ? r.count : kChunk;
     for (int64_t at = 0; at < r.count; at += step)
-      out.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at});
+      out.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at, r.tier});
   }
   return out;
 }
 
+void PieceReader::read_part(const Read& part) {
+  if (part.tier != memory::Tier::file || part.piece->transposed) {
+    read(*part.piece, part.entry_at, part.count, part.dst);
+    return;
+  }
+  // Through the file, not the mapping: reading into the mapped pages faulted each one in,
+  // costly on a paravirtualised MMU (as Optimizer::update_streaming found).
+  memory::CategoryScope scope(memory::Category::checkpoint);
+  const Tensor buffer = Tensor::empty({part.count});
+  read(*part.piece, part.entry_at, part.count, buffer.data<float>());
+  memory::write_block(part.dst, static_cast<size_t>(part.count) * sizeof(float), buffer.data<float>(), part.tier);
+}
+
 void PieceReader::read_all(const std::vector<Read>& reads) {
   const auto todo = parts(reads);
-  in_parallel(todo.size(), [&](size_t i) { read(*todo[i].piece, todo[i].entry_at, todo[i].count, todo[i].dst); });
+  in_parallel(todo.size(), [&](size_t i) { read_part(todo[i]); });
 }
 
 void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,

@@ -1,7 +1,7 @@
 #pragma once
 // Reading a checkpoint's pieces: each file opened once and its size checked against the
 // manifest, each entry checked against its CRC-32 before it is trusted, element ranges read
-// straight into their destination. Internal to acc::checkpoint (load_state, merge_weights).
+// straight into their destination (through a buffer for the file tier). Internal to acc::checkpoint (load_state, merge_weights).
 #include <filesystem>
 #include <map>
 #include <set>
@@ -10,6 +10,7 @@
 
 #include "acc/checkpoint/manifest.h"
 #include "acc/io/safetensors.h"
+#include "acc/memory/allocator.h"
 
 namespace acc::checkpoint {
 
@@ -35,6 +36,9 @@ class PieceReader {
     const PieceRecord* piece = nullptr;
     int64_t entry_at = 0, count = 0;
     float* dst = nullptr;
+    // dst's tier: a file-tier destination is written through its file (memory::write_block),
+    // not its mapping, except from a transposed entry.
+    memory::Tier tier = memory::Tier::compute;
   };
   // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
   // checksum; the pieces in file order over the thread pool, the files opened first. An entry
@@ -58,6 +62,8 @@ class PieceReader {
   void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece, const std::vector<Read>& reads) const;
   // `reads` cut into parts of at most 16 MB (a transposed one stays whole), files opened.
   std::vector<Read> parts(const std::vector<Read>& reads);
+  // One such part: read(), through a buffer for a file-tier destination.
+  void read_part(const Read& part);
 
   std::filesystem::path dir_;
   const Manifest& manifest_;

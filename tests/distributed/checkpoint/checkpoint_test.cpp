@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "../fsdp/fsdp_fixtures.h"
@@ -48,6 +49,23 @@ TEST_P(Resume, ContinuesBitForBit) {
   Config config = strategy_config(strategy, "gpt2", bf16);
   if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
   expect_resume_bit_for_bit("gpt2", config);
+}
+
+// The masters and optimizer state in files (fsdp_offload_dir): saved from the files through a
+// buffer, loaded into them through their descriptors (sharded: read while checked; FULL: each
+// rank's slices of the model file, checked by whichever rank, read on their own).
+TEST(Checkpoint, ResumesWithTheStateInFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / "acc-checkpoint-offload-test";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // one for every rank: each file is unlinked at once
+  for (const bool full : {false, true}) {
+    Config config = strategy_config("FULL_SHARD", "gpt2");
+    config.dist.fsdp.offload_params = true;
+    config.dist.fsdp.offload_dir = dir.string();
+    if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+    SCOPED_TRACE(full ? "FULL_STATE_DICT" : "SHARDED_STATE_DICT");
+    expect_resume_bit_for_bit("gpt2", config);
+  }
 }
 
 // SPMD with tensor parallelism (the fsdp-tp rules on (1, 1), (1, 2) or (2, 2)): each rank saves
