@@ -22,14 +22,22 @@
 namespace acc::memory::file_tier {
 namespace {
 
-std::mutex g_mu;
-std::filesystem::path g_dir;
-// Each mapped block's file, by the block's address: read() and write() go through it.
+// A mapped block's size and open file: read() and write() go through it.
 struct Block {
   size_t size;
   int fd;
 };
-std::map<uintptr_t, Block> g_blocks;
+// The tier's directory and its blocks by address. Never destroyed: tensors may be freed after
+// main returns.
+struct Registry {
+  std::mutex mu;
+  std::filesystem::path dir;
+  std::map<uintptr_t, Block> blocks;
+};
+Registry& registry() {
+  static auto* r = new Registry;
+  return *r;
+}
 
 size_t page_size() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
@@ -51,9 +59,10 @@ std::pair<uintptr_t, uintptr_t> whole_pages(const void* ptr, size_t nbytes) {
 // A new file under `dir`, already unlinked: the open descriptor is all that names it.
 int create_unlinked(const std::filesystem::path& dir) {
   std::string name = dir.string() + kFilePrefix + "XXXXXX";
-  const int fd = mkstemp(name.data());
+  const int fd = mkostemp(name.data(), O_CLOEXEC);
   ACC_CHECK(fd >= 0, "offload_dir '", dir.string(), "': cannot create a file there (",
-            std::strerror(errno), ")");
+            std::strerror(errno), errno == EMFILE ? "; each offloaded block keeps its file open: raise ulimit -n" : "",
+            ")");
   unlink(name.c_str());
   return fd;
 }
@@ -82,15 +91,17 @@ void set_dir(const std::filesystem::path& dir, int64_t reserve_bytes) {
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
   }
-  std::lock_guard lock(g_mu);
-  g_dir = dir;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.dir = dir;
 }
 
 void* map(size_t nbytes) {
+  Registry& r = registry();
   std::filesystem::path dir;
   {
-    std::lock_guard lock(g_mu);
-    dir = g_dir;
+    std::lock_guard lock(r.mu);
+    dir = r.dir;
   }
   ACC_CHECK(!dir.empty(), "the file memory tier has no directory (offload_dir is not set)");
   const size_t size = round_to_pages(nbytes);
@@ -106,58 +117,64 @@ void* map(size_t nbytes) {
   if (p == MAP_FAILED) close(fd);
   ACC_CHECK(p != MAP_FAILED, "offload_dir '", dir.string(), "': cannot map ", size, " bytes (",
             std::strerror(map_errno), ")");
-  std::lock_guard lock(g_mu);
-  g_blocks[reinterpret_cast<uintptr_t>(p)] = {size, fd};
+  std::lock_guard lock(r.mu);
+  r.blocks[reinterpret_cast<uintptr_t>(p)] = {size, fd};
   return p;
 }
 
 void unmap(void* ptr, size_t nbytes) noexcept {
   if (!ptr) return;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);  // held through munmap: no map() gets this address back before its entry goes
+  const auto it = r.blocks.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it != r.blocks.end()) {
+    close(it->second.fd);
+    r.blocks.erase(it);
+  }
   munmap(ptr, round_to_pages(nbytes));
-  std::lock_guard lock(g_mu);
-  const auto it = g_blocks.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == g_blocks.end()) return;
-  close(it->second.fd);
-  g_blocks.erase(it);
 }
 
 namespace {
 
-// The file behind [at, at + nbytes) of a mapped block, and the offset of `at` in it.
-std::pair<int, off_t> file_of(const void* at, size_t nbytes) {
+// Copies between [at, at + nbytes) of a mapped block and `buffer`, through the block's file:
+// into the file when `to_file`, out of it otherwise.
+void through_file(const void* at, size_t nbytes, void* buffer, bool to_file) {
   const auto a = reinterpret_cast<uintptr_t>(at);
-  std::lock_guard lock(g_mu);
-  auto it = g_blocks.upper_bound(a);
-  ACC_CHECK(it != g_blocks.begin() && a < std::prev(it)->first + std::prev(it)->second.size, "file tier: ", at,
-            " is in no block");
-  --it;
-  ACC_CHECK(a + nbytes <= it->first + it->second.size, "file tier: ", nbytes, " bytes at ", at,
-            " run past their block");
-  return {it->second.fd, static_cast<off_t>(a - it->first)};
+  Registry& r = registry();
+  int fd = -1;
+  off_t offset = 0;
+  std::filesystem::path dir;
+  {
+    std::lock_guard lock(r.mu);
+    auto it = r.blocks.upper_bound(a);
+    ACC_CHECK(it != r.blocks.begin() && a < std::prev(it)->first + std::prev(it)->second.size, "file tier: ",
+              at, " is in no block");
+    --it;
+    ACC_CHECK(a + nbytes <= it->first + it->second.size, "file tier: ", nbytes, " bytes at ", at,
+              " run past their block");
+    fd = it->second.fd;
+    offset = static_cast<off_t>(a - it->first);
+    dir = r.dir;
+  }
+  auto* bytes = static_cast<char*>(buffer);
+  for (size_t done = 0; done < nbytes;) {
+    const off_t where = offset + static_cast<off_t>(done);
+    const ssize_t n = to_file ? pwrite(fd, bytes + done, nbytes - done, where)
+                              : pread(fd, bytes + done, nbytes - done, where);
+    if (n < 0 && errno == EINTR) continue;
+    ACC_CHECK(n > 0, "offload_dir '", dir.string(), "': ", to_file ? "writing " : "reading ", nbytes,
+              " bytes at offset ", where, " of a block's file failed (",
+              n == 0 ? "it ends there" : std::strerror(errno), ")");
+    done += static_cast<size_t>(n);
+  }
 }
 
 }  // namespace
 
-void read(const void* at, size_t nbytes, void* dst) {
-  const auto [fd, offset] = file_of(at, nbytes);
-  auto* out = static_cast<char*>(dst);
-  for (size_t done = 0; done < nbytes;) {
-    const ssize_t n = pread(fd, out + done, nbytes - done, offset + static_cast<off_t>(done));
-    ACC_CHECK(n > 0 || (n < 0 && errno == EINTR), "file tier: reading ", nbytes, " bytes failed (",
-              n == 0 ? "end of file" : std::strerror(errno), ")");
-    if (n > 0) done += static_cast<size_t>(n);
-  }
-}
+void read(const void* at, size_t nbytes, void* dst) { through_file(at, nbytes, dst, false); }
 
 void write(void* at, size_t nbytes, const void* src) {
-  const auto [fd, offset] = file_of(at, nbytes);
-  const auto* in = static_cast<const char*>(src);
-  for (size_t done = 0; done < nbytes;) {
-    const ssize_t n = pwrite(fd, in + done, nbytes - done, offset + static_cast<off_t>(done));
-    ACC_CHECK(n > 0 || (n < 0 && errno == EINTR), "file tier: writing ", nbytes, " bytes failed (",
-              std::strerror(errno), ")");
-    if (n > 0) done += static_cast<size_t>(n);
-  }
+  through_file(at, nbytes, const_cast<void*>(src), true);  // only read from when writing the file
 }
 
 void page_out(const void* ptr, size_t nbytes) noexcept {
