@@ -153,6 +153,26 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
   return plan;
 }
 
+// A compute copy (bf16) from its master; a file-tier master read through its file 4 MB at a
+// time (memory::read_block), not through its mapping, whose every page would be a fault.
+void refill_copy(Tensor& copy, const Tensor& master) {
+  if (master.storage()->tier() != memory::Tier::file) {
+    copy.copy_(master);
+    return;
+  }
+  constexpr int64_t kStep = int64_t{1} << 20;
+  const int64_t n = master.numel();
+  memory::CategoryScope scope(memory::Category::checkpoint);
+  const Tensor buffer = Tensor::empty({std::min(kStep, n)});
+  Tensor flat = copy.view({n});
+  for (int64_t at = 0; at < n; at += kStep) {
+    const int64_t len = std::min(kStep, n - at);
+    memory::read_block(master.data<float>() + at, static_cast<size_t>(len) * sizeof(float), buffer.data<float>(),
+                       memory::Tier::file);
+    flat.narrow(at, len).copy_(buffer.narrow(0, len));
+  }
+}
+
 // This rank's share of checking the checkpoint: every piece the load reads (on any rank), each
 // given to one rank. Each byte is then checked once across the job, not once by every rank
 // that reads it (all of them, for the model file of a FULL_STATE_DICT checkpoint). The pieces
@@ -250,8 +270,9 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
       }
     }
     files->read_all(plan.reads(false));
-    for (auto& [copy, master] : plan.compute_copies) copy.copy_(master);
-    // Offloaded to files (fsdp_offload_dir): what was read in leaves resident memory again.
+    for (auto& [copy, master] : plan.compute_copies) refill_copy(copy, master);
+    // Offloaded to files (fsdp_offload_dir): what was mapped in (transposed entries go through
+    // the mapping) leaves resident memory again.
     plan.for_each_target([](Target& t) { page_out(t.dst); });
     if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);
     if (state.scheduler && manifest.scheduler_step) state.scheduler->apply(*manifest.scheduler_step);

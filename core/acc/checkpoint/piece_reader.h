@@ -1,7 +1,8 @@
 #pragma once
 // Reading a checkpoint's pieces: each file opened once and its size checked against the
 // manifest, each entry checked against its CRC-32 before it is trusted, element ranges read
-// straight into their destination (through a buffer for the file tier). Internal to acc::checkpoint (load_state, merge_weights).
+// straight into their destination (through a buffer for the file tier). Internal to
+// acc::checkpoint (load_state, merge_weights).
 #include <filesystem>
 #include <map>
 #include <set>

@@ -16,7 +16,7 @@ cd "$dir"
 # Always called in a subshell (run ...): it becomes accelerate itself, so `(run ...) &` gives
 # accelerate's pid to signal.
 run() {
-  exec "$accelerate" launch --num_processes 2 "$program" --config tiny --data "$dir/data" --steps 60 \
+  exec "$accelerate" launch --num_processes 2 "$program" --config tiny --data "$dir/data" --steps 80 \
     --batch 4 --seq 16 --val-every 20 --val-batches 2 --sample-tokens 0 --threads 1 "$@"
 }
 final() { grep -o "final: train loss [0-9.]*.*val loss [0-9.]*" "$1"; }
@@ -40,7 +40,7 @@ cat preempted.txt | grep -v "train .*it/s"
 [ $status -eq 75 ] || { echo "FAIL: exit status $status after SIGTERM, expected 75 (preempted)"; exit 1; }
 step=$(sed -n 's/.*\[rank 0\] preempted at step \([0-9]*\), checkpoint at .*/\1/p' preempted.txt)
 [ -n "$step" ] || { echo "FAIL: rank 0 did not say at which step it stopped"; exit 1; }
-[ "$step" -lt 60 ] || { echo "FAIL: the run finished before the signal came; nothing was tested"; exit 1; }
+[ "$step" -lt 80 ] || { echo "FAIL: the run finished before the signal came; nothing was tested"; exit 1; }
 grep -q "accelerate launch: preempted at step $step, checkpoint at ckpt/step_0*$step; resume with --resume auto" preempted.txt ||
   { echo "FAIL: launch did not report the preemption"; exit 1; }
 [ "$(cat ckpt/latest)" = "$(printf 'step_%06d' "$step")" ] || { echo "FAIL: latest is '$(cat ckpt/latest)'"; exit 1; }
