@@ -205,8 +205,9 @@ TEST(AllocatorTiers, FileTierZeroDropsWholePages) {
   EXPECT_EQ(std::count(p, p + n, 0.0f), n);
 }
 
-// read_block and write_block reach the same bytes as the mapping (both are the file's page
-// cache) without mapping a page in; outside every block they are an error, not a stray copy.
+// read_block, write_block and copy_block reach the same bytes as the mapping (both are the
+// file's page cache) without mapping a page in; outside every block they are an error, not a
+// stray copy.
 TEST(AllocatorTiers, FileTierBlocksReadAndWriteThroughTheirFile) {
   file_tier_dir();
   memory::TierScope tier(memory::Tier::file);
@@ -227,6 +228,15 @@ TEST(AllocatorTiers, FileTierBlocksReadAndWriteThroughTheirFile) {
     const auto v = static_cast<float>(i % 977);
     wrong += p[i] != (i >= first && i < first + count ? -v : v);
   }
+  EXPECT_EQ(wrong, 0);
+  // copy_block from one block's file to another's, also without mapping a page in.
+  Tensor other = Tensor::empty({n});
+  const memory::ResidentKinds before_copy = memory::resident_kinds();
+  memory::copy_block(other.data<float>() + 7, p + first, out.size() * sizeof(float), memory::Tier::file);
+  EXPECT_LT(memory::resident_kinds().file_tier - before_copy.file_tier, 4 * n / 10) << "pages were mapped in";
+  const float* q = other.data<float>();
+  wrong = 0;
+  for (int64_t i = 0; i < count; ++i) wrong += q[7 + i] != -static_cast<float>((first + i) % 977);
   EXPECT_EQ(wrong, 0);
   float one = 0;
   EXPECT_NE(test::error_of([&] { memory::read_block(p + n - 1, 2 * sizeof(float), &one, memory::Tier::file); })

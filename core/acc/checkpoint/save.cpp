@@ -137,12 +137,13 @@ std::vector<WrittenRange> written_ranges(const std::vector<ShardedModel::Paramet
 }
 
 // A copy of `t` in host memory of the tier it lives in (file-tier state is copied into the
-// file tier, so a snapshot of a larger-than-memory model does not need the memory), counted
-// under Category::checkpoint. Copied in 4 MiB blocks over the thread pool, each block of a
-// file-tier tensor and of its copy dropped from resident memory once copied.
+// file tier, file to file in the kernel, so a snapshot of a larger-than-memory model needs
+// neither the memory nor a page of it mapped in), counted under Category::checkpoint. Copied in
+// 4 MiB blocks over the thread pool.
 Tensor snapshot_of(const Tensor& t) {
+  const memory::Tier tier = t.storage()->tier();
   memory::CategoryScope category(memory::Category::checkpoint);
-  memory::TierScope tier(t.storage()->tier());
+  memory::TierScope in_tier(tier);
   Tensor copy = Tensor::empty(t.shape(), t.dtype());
   const auto* from = static_cast<const char*>(t.raw_data());
   auto* to = static_cast<char*>(copy.raw_data());
@@ -150,9 +151,7 @@ Tensor snapshot_of(const Tensor& t) {
   const size_t bytes = t.nbytes();
   tbb::parallel_for(size_t{0}, (bytes + kBlock - 1) / kBlock, [&](size_t b) {
     const size_t at = b * kBlock, n = std::min(kBlock, bytes - at);
-    std::memcpy(to + at, from + at, n);
-    memory::page_out(from + at, n, t.storage()->tier());
-    memory::page_out(to + at, n, t.storage()->tier());
+    memory::copy_block(to + at, from + at, n, tier);
   });
   return copy;
 }

@@ -259,6 +259,13 @@ void write_block(void* at, size_t nbytes, const void* src, Tier tier) {
     std::memcpy(at, src, nbytes);
 }
 
+void copy_block(void* to, const void* from, size_t nbytes, Tier tier) {
+  if (tier == Tier::file)
+    file_tier::copy(to, from, nbytes);
+  else
+    std::memcpy(to, from, nbytes);
+}
+
 void zero(void* ptr, size_t nbytes, Tier tier) noexcept {
   if (tier == Tier::file)
     file_tier::zero(ptr, nbytes);

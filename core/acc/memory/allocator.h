@@ -64,6 +64,8 @@ void page_out(const void* ptr, size_t nbytes, Tier tier) noexcept;
 // page is mapped into the process, and none needs page_out() after.
 void read_block(const void* at, size_t nbytes, void* dst, Tier tier);
 void write_block(void* at, size_t nbytes, const void* src, Tier tier);
+// Copies nbytes between two blocks of `tier`; file to file in the kernel for the file tier.
+void copy_block(void* to, const void* from, size_t nbytes, Tier tier);
 // Sets [ptr, ptr + nbytes) of a block of `tier` to zeros; in the file tier without reading or
 // writing its whole pages (see file_tier::zero).
 void zero(void* ptr, size_t nbytes, Tier tier) noexcept;

@@ -136,31 +136,38 @@ void unmap(void* ptr, size_t nbytes) noexcept {
 
 namespace {
 
+// The file of the block holding [at, at + nbytes), and where `at` is in it.
+struct Place {
+  int fd;
+  off_t offset;
+};
+Place place_of(Registry& r, const void* at, size_t nbytes) {
+  const auto a = reinterpret_cast<uintptr_t>(at);
+  auto it = r.blocks.upper_bound(a);
+  ACC_CHECK(it != r.blocks.begin() && a < std::prev(it)->first + std::prev(it)->second.size, "file tier: ", at,
+            " is in no block");
+  --it;
+  ACC_CHECK(a + nbytes <= it->first + it->second.size, "file tier: ", nbytes, " bytes at ", at,
+            " run past their block");
+  return {it->second.fd, static_cast<off_t>(a - it->first)};
+}
+
 // Copies between [at, at + nbytes) of a mapped block and `buffer`, through the block's file:
 // into the file when `to_file`, out of it otherwise.
 void through_file(const void* at, size_t nbytes, void* buffer, bool to_file) {
-  const auto a = reinterpret_cast<uintptr_t>(at);
   Registry& r = registry();
-  int fd = -1;
-  off_t offset = 0;
+  Place place{};
   std::filesystem::path dir;
   {
     std::lock_guard lock(r.mu);
-    auto it = r.blocks.upper_bound(a);
-    ACC_CHECK(it != r.blocks.begin() && a < std::prev(it)->first + std::prev(it)->second.size, "file tier: ",
-              at, " is in no block");
-    --it;
-    ACC_CHECK(a + nbytes <= it->first + it->second.size, "file tier: ", nbytes, " bytes at ", at,
-              " run past their block");
-    fd = it->second.fd;
-    offset = static_cast<off_t>(a - it->first);
+    place = place_of(r, at, nbytes);
     dir = r.dir;
   }
   auto* bytes = static_cast<char*>(buffer);
   for (size_t done = 0; done < nbytes;) {
-    const off_t where = offset + static_cast<off_t>(done);
-    const ssize_t n = to_file ? pwrite(fd, bytes + done, nbytes - done, where)
-                              : pread(fd, bytes + done, nbytes - done, where);
+    const off_t where = place.offset + static_cast<off_t>(done);
+    const ssize_t n = to_file ? pwrite(place.fd, bytes + done, nbytes - done, where)
+                              : pread(place.fd, bytes + done, nbytes - done, where);
     if (n < 0 && errno == EINTR) continue;
     ACC_CHECK(n > 0, "offload_dir '", dir.string(), "': ", to_file ? "writing " : "reading ", nbytes,
               " bytes at offset ", where, " of a block's file failed (",
@@ -175,6 +182,26 @@ void read(const void* at, size_t nbytes, void* dst) { through_file(at, nbytes, d
 
 void write(void* at, size_t nbytes, const void* src) {
   through_file(at, nbytes, const_cast<void*>(src), true);  // only read from when writing the file
+}
+
+void copy(void* to, const void* from, size_t nbytes) {
+  Registry& r = registry();
+  Place in{}, out{};
+  std::filesystem::path dir;
+  {
+    std::lock_guard lock(r.mu);
+    in = place_of(r, from, nbytes);
+    out = place_of(r, to, nbytes);
+    dir = r.dir;
+  }
+  for (size_t done = 0; done < nbytes;) {
+    loff_t in_at = in.offset + static_cast<off_t>(done), out_at = out.offset + static_cast<off_t>(done);
+    const ssize_t n = copy_file_range(in.fd, &in_at, out.fd, &out_at, nbytes - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    ACC_CHECK(n > 0, "offload_dir '", dir.string(), "': copying ", nbytes, " bytes between block files failed (",
+              n == 0 ? "the source ends there" : std::strerror(errno), ")");
+    done += static_cast<size_t>(n);
+  }
 }
 
 void page_out(const void* ptr, size_t nbytes) noexcept {

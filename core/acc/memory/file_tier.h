@@ -21,6 +21,9 @@ void unmap(void* ptr, size_t nbytes) noexcept;
 // mapping a page into the process.
 void read(const void* at, size_t nbytes, void* dst);
 void write(void* at, size_t nbytes, const void* src);
+// Copies nbytes from `from` to `to`, both inside mapped blocks, file to file in the kernel
+// (copy_file_range): nothing passes through this process's memory.
+void copy(void* to, const void* from, size_t nbytes);
 // madvise(MADV_DONTNEED) on the whole pages inside the range: for a shared file mapping the
 // data stays in the file and the page cache; the process stops holding the pages.
 void page_out(const void* ptr, size_t nbytes) noexcept;

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "../fsdp/fsdp_fixtures.h"
 #include "acc/checkpoint/checkpoint.h"
@@ -19,12 +20,19 @@
 namespace acc::test {
 namespace {
 
-using Case = std::tuple<std::string, bool>;  // strategy, FULL_STATE_DICT
+using Case = std::tuple<std::string, bool, bool>;  // strategy, FULL_STATE_DICT, state in files
 class AsyncSave : public ::testing::TestWithParam<Case> {};
 
 Config case_config(const Case& c) {
   Config config = strategy_config(std::get<0>(c), "gpt2");
   if (std::get<1>(c)) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+  if (std::get<2>(c)) {  // fsdp_offload_dir: the snapshot is copied file to file
+    const auto dir = std::filesystem::temp_directory_path() / "acc-async-save-offload-test";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);  // one for every rank: each file is unlinked at once
+    config.dist.fsdp.offload_params = true;
+    config.dist.fsdp.offload_dir = dir.string();
+  }
   return config;
 }
 
@@ -57,10 +65,12 @@ TEST_P(AsyncSave, ChangesNothingAndResumesBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, AsyncSave,
-                         ::testing::Values(Case{"FULL_SHARD", false}, Case{"NO_SHARD", false},
-                                           Case{"HYBRID_SHARD", false}, Case{"FULL_SHARD", true}),
+                         ::testing::Values(Case{"FULL_SHARD", false, false}, Case{"NO_SHARD", false, false},
+                                           Case{"HYBRID_SHARD", false, false}, Case{"FULL_SHARD", true, false},
+                                           Case{"FULL_SHARD", false, true}),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + (std::get<1>(info.param) ? "_full" : "_sharded");
+                           return std::get<0>(info.param) + (std::get<1>(info.param) ? "_full" : "_sharded") +
+                                  (std::get<2>(info.param) ? "_files" : "");
                          });
 
 // `latest` moves only at the commit: while the write may still run, it names the save before.
