@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 #include "../fsdp/fsdp_fixtures.h"
 #include "acc/checkpoint/checkpoint.h"
@@ -26,14 +25,8 @@ class AsyncSave : public ::testing::TestWithParam<Case> {};
 Config case_config(const Case& c) {
   Config config = strategy_config(std::get<0>(c), "gpt2");
   if (std::get<1>(c)) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
-  if (std::get<2>(c)) {  // fsdp_offload_dir: the snapshot is copied file to file
-    const auto dir = std::filesystem::temp_directory_path() / "acc-async-save-offload-test";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);  // one for every rank: each file is unlinked at once
-    config.dist.fsdp.offload_params = true;
-    config.dist.fsdp.offload_dir = dir.string();
-  }
-  return config;
+  // fsdp_offload_dir: the snapshot is copied file to file
+  return std::get<2>(c) ? offloading(config, memory::Tier::file) : config;
 }
 
 // A save every 2 steps of 8, written while the next steps run: the losses and parameters are

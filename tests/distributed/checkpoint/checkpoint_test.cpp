@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
 #include "../fsdp/fsdp_fixtures.h"
@@ -56,13 +55,8 @@ TEST_P(Resume, ContinuesBitForBit) {
 // rank's slices of the model file, checked by whichever rank, read on their own), the bf16
 // copies refilled from the masters' files.
 TEST(Checkpoint, ResumesWithTheStateInFiles) {
-  const auto dir = std::filesystem::temp_directory_path() / "acc-checkpoint-offload-test";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);  // one for every rank: each file is unlinked at once
   for (const auto& [full, bf16] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
-    Config config = strategy_config("FULL_SHARD", "gpt2", bf16);
-    config.dist.fsdp.offload_params = true;
-    config.dist.fsdp.offload_dir = dir.string();
+    Config config = offloading(strategy_config("FULL_SHARD", "gpt2", bf16), memory::Tier::file);
     if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
     SCOPED_TRACE(std::string(full ? "FULL_STATE_DICT" : "SHARDED_STATE_DICT") + (bf16 ? ", bf16" : ", f32"));
     expect_resume_bit_for_bit("gpt2", config);

@@ -1,5 +1,7 @@
 #include "fsdp_fixtures.h"
 
+#include <filesystem>
+
 #include "acc/distributed/single_process_group.h"
 #include "acc/memory/allocator.h"
 #include "acc/plugin/registry.h"
@@ -151,6 +153,17 @@ Config strategy_config(const std::string& strategy, const std::string& kind, boo
   config.dist.fsdp.sharding_strategy = parse_sharding_strategy(strategy, "test");
   config.dist.fsdp.wrap_layer_cls = block_classes(kind);
   config.compute.bf16 = bf16;
+  return config;
+}
+
+Config offloading(Config config, memory::Tier tier) {
+  config.dist.fsdp.offload_params = tier != memory::Tier::compute;
+  if (tier == memory::Tier::file) {
+    const auto dir = std::filesystem::temp_directory_path() / "acc-offload-test";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    config.dist.fsdp.offload_dir = dir.string();
+  }
   return config;
 }
 

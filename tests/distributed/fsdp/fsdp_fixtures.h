@@ -19,6 +19,11 @@ std::shared_ptr<models::Model> make_model(const std::string& kind, uint64_t seed
 std::vector<std::string> block_classes(const std::string& kind);
 // FSDP with `strategy` ("FULL_SHARD", ...) wrapping the family's blocks, f32 or bf16.
 Config strategy_config(const std::string& strategy, const std::string& kind, bool bf16 = false);
+// `config` with its master shards, their gradients and the optimizer state offloaded to `tier`
+// (fsdp_offload_params; for the file tier also fsdp_offload_dir, one directory under the
+// temporary one for every rank and test: each file is its own and unlinked at once), or not
+// offloaded for Tier::compute.
+Config offloading(Config config, memory::Tier tier);
 // PIPELINE (one stage per rank) with `schedule` ("GPipe", "1F1B"), `microbatches` and
 // `split_points` ("auto" or layer names, comma-separated).
 Config pipeline_config(const std::string& schedule = "1F1B", int microbatches = 4,

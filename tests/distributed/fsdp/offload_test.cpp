@@ -4,8 +4,6 @@
 // the tiers apart, and with files the resident memory falls by at least the optimizer state.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "acc/memory/allocator.h"
 #include "acc/memory/resident.h"
 #include "fsdp_fixtures.h"
@@ -16,20 +14,6 @@ namespace {
 
 using memory::Category;
 using memory::Tier;
-
-// One directory for every rank (each file is its own and unlinked at once).
-std::string offload_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / "acc-offload-test";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  return dir.string();
-}
-
-Config offloading(Config config, Tier tier) {
-  config.dist.fsdp.offload_params = tier != Tier::compute;
-  if (tier == Tier::file) config.dist.fsdp.offload_dir = offload_dir();
-  return config;
-}
 
 using Case = std::tuple<std::string, bool, Tier>;  // strategy, bf16, where the state goes
 
