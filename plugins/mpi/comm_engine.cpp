@@ -116,14 +116,16 @@ void CommEngine::run_here(const dist::Work* work) {
   running_here_.store(false, std::memory_order_release);
 }
 
-void CommEngine::fail(Active& a, const std::string& reason) {
-  const std::string message = a.task.work->description() + ": " + reason;
+void CommEngine::fail(Active& a, const std::string& reason) { fail_work(*a.task.work, reason); }
+
+void CommEngine::fail_work(dist::Work& work, const std::string& reason) {
+  const std::string message = work.description() + ": " + reason;
   {
     std::lock_guard lock(failure_mutex_);
     if (broken_.empty()) broken_ = message;
   }
   log::error("{}", message);
-  a.task.work->mark_failed(message);
+  work.mark_failed(message);
 }
 
 void CommEngine::post_round(Active& a) {
@@ -240,6 +242,11 @@ void CommEngine::thread_main() {
     check_signatures_ = everywhere[0] == 1;
     two_lanes_ = everywhere[1] == 1;
     if (two_lanes_ && world_shm_) world_urgent_shm_ = ShmChannel::create(coll_comm_);
+    if (world_shm_) {
+      std::vector<int> ranks(static_cast<size_t>(world_size_));
+      for (int r = 0; r < world_size_; ++r) ranks[static_cast<size_t>(r)] = r;
+      world_mailbox_ = ShmMailbox::create(coll_comm_, *this, std::move(ranks));
+    }
   } catch (const std::exception& e) {
     init_error_ = e.what();
   }

@@ -35,6 +35,7 @@
 #include "schedule.h"
 #include "scratch_pool.h"
 #include "shm_channel.h"
+#include "shm_mailbox.h"
 #include "sim_link.h"
 
 namespace acc::mpi {
@@ -75,6 +76,9 @@ class CommEngine {
   std::shared_ptr<ShmChannel> world_shm() const { return world_shm_; }
   // The world's second channel, for the urgent lane; null unless world_shm() and two_lanes().
   std::shared_ptr<ShmChannel> world_urgent_shm() const { return world_urgent_shm_; }
+  // The world's point-to-point mailbox; null unless world_shm() and the ranks can read each
+  // other's memory.
+  std::shared_ptr<ShmMailbox> world_mailbox() const { return world_mailbox_; }
   // Whether collectives start by comparing signatures (signature_check.h): on unless some rank
   // has ACC_CHECK_COLLECTIVES=0, agreed at start-up so that all ranks run the same rounds.
   bool check_signatures() const { return check_signatures_; }
@@ -92,6 +96,13 @@ class CommEngine {
   void run_here(const dist::Work* work);
   // Temporary buffers shared by all groups' collectives.
   ScratchPool& scratch() { return scratch_; }
+  // ACC_COMM_TIMEOUT: how long any task may take.
+  std::chrono::duration<double> timeout() const { return timeout_; }
+  // The first failure, once a communication has failed (the engine is then broken); else empty.
+  std::string broken() const;
+  // Fails `work` with `reason` and breaks the engine: for work done off the comm thread (the
+  // shared-memory mailbox).
+  void fail_work(dist::Work& work, const std::string& reason);
   // Ends the whole job; called from any thread (the comm thread makes the MPI_Abort call).
   [[noreturn]] void abort(int exit_code);
 
@@ -103,13 +114,13 @@ class CommEngine {
   void post_round(Active& a);
   void fail(Active& a, const std::string& reason);
   void fail_timed_out(Active& a);
-  std::string broken() const;
 
   std::chrono::duration<double> timeout_;
   ScratchPool scratch_;
   int world_rank_ = 0, world_size_ = 1;
   MPI_Comm coll_comm_ = MPI_COMM_NULL, p2p_comm_ = MPI_COMM_NULL;
   std::shared_ptr<ShmChannel> world_shm_, world_urgent_shm_;
+  std::shared_ptr<ShmMailbox> world_mailbox_;
   bool check_signatures_ = true;
   std::optional<SimLink> sim_link_;
   LinkClock link_clock_;

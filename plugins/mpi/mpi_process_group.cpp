@@ -15,21 +15,23 @@ std::shared_ptr<MpiProcessGroup> MpiProcessGroup::world(std::shared_ptr<CommEngi
   const int rank = engine->world_rank();
   const MPI_Comm coll = engine->world_collective_comm(), p2p = engine->world_p2p_comm();
   auto shm = engine->world_shm(), urgent_shm = engine->world_urgent_shm();
+  auto mailbox = engine->world_mailbox();
   return std::make_shared<MpiProcessGroup>(std::move(engine), "world", std::move(ranks), rank,
-                                           coll, p2p, std::move(shm), std::move(urgent_shm));
+                                           coll, p2p, std::move(shm), std::move(urgent_shm), std::move(mailbox));
 }
 
 MpiProcessGroup::MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
                                  std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
                                  MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm,
-                                 std::shared_ptr<ShmChannel> urgent_shm)
+                                 std::shared_ptr<ShmChannel> urgent_shm, std::shared_ptr<ShmMailbox> mailbox)
     : ProcessGroup(std::move(name), std::move(world_ranks)),
       engine_(std::move(engine)),
       rank_(rank),
       coll_comm_(collective_comm),
       p2p_comm_(p2p_comm),
       shm_(std::move(shm)),
-      urgent_shm_(std::move(urgent_shm)) {}
+      urgent_shm_(std::move(urgent_shm)),
+      mailbox_(std::move(mailbox)) {}
 
 void MpiProcessGroup::submit_collective(std::shared_ptr<dist::Work> work, Schedule schedule,
                                         bool any_thread, int lane) {
@@ -124,14 +126,22 @@ void MpiProcessGroup::do_barrier(std::shared_ptr<dist::Work> work) {
                     shm_ != nullptr);
 }
 
+// A peer on another (simulated) node stays on MPI messages even when the group has a mailbox:
+// those are what the simulated link paces.
 void MpiProcessGroup::do_send(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
                               int tag) {
-  submit_p2p(std::move(work), Message{peer, true, tensor.data, tensor.nbytes()}, tag);
+  if (mailbox_ && span_to(peer) == dist::Span::node)
+    mailbox_->send(std::move(work), tensor.data, tensor.nbytes(), peer, tag);
+  else
+    submit_p2p(std::move(work), Message{peer, true, tensor.data, tensor.nbytes()}, tag);
 }
 
 void MpiProcessGroup::do_recv(std::shared_ptr<dist::Work> work, dist::Buffer tensor, int peer,
                               int tag) {
-  submit_p2p(std::move(work), Message{peer, false, tensor.data, tensor.nbytes()}, tag);
+  if (mailbox_ && span_to(peer) == dist::Span::node)
+    mailbox_->recv(std::move(work), tensor.data, tensor.nbytes(), peer, tag);
+  else
+    submit_p2p(std::move(work), Message{peer, false, tensor.data, tensor.nbytes()}, tag);
 }
 
 // Every rank's (color, key) is gathered first through our own all_gather, so a missing rank
@@ -147,6 +157,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
     int rank = -1;
     MPI_Comm coll = MPI_COMM_NULL, p2p = MPI_COMM_NULL;
     std::shared_ptr<ShmChannel> shm, urgent_shm;
+    std::shared_ptr<ShmMailbox> mailbox;
   };
   auto result = std::make_shared<Result>();
 
@@ -175,6 +186,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
       MPI_Comm_set_errhandler(result->p2p, MPI_ERRORS_RETURN);
       result->shm = ShmChannel::create(result->coll);
       if (result->shm && engine_->two_lanes()) result->urgent_shm = ShmChannel::create(result->coll);
+      if (result->shm) result->mailbox = ShmMailbox::create(result->coll, *engine_, result->world_ranks);
     }
   };
   schedule.append(std::move(split));
@@ -184,7 +196,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
   if (color < 0) return nullptr;
   return std::make_shared<MpiProcessGroup>(engine_, std::move(name), result->world_ranks,
                                            result->rank, result->coll, result->p2p, result->shm,
-                                           result->urgent_shm);
+                                           result->urgent_shm, result->mailbox);
 }
 
 }  // namespace acc::mpi

@@ -2,7 +2,8 @@
 // The ProcessGroup of the mpi plugin: turns each call into a schedule and hands it to the
 // comm engine shared by the world group and every subgroup split from it. Collectives go
 // through the group's shared-memory channel when its ranks share a node, through MPI messages
-// otherwise; send/recv always use MPI.
+// otherwise; send/recv to a peer on this node through the group's mailbox (shm_mailbox.h) when
+// it has one, through MPI messages otherwise.
 #include <mpi.h>
 
 #include <memory>
@@ -20,7 +21,8 @@ class MpiProcessGroup final : public dist::ProcessGroup {
 
   MpiProcessGroup(std::shared_ptr<CommEngine> engine, std::string name,
                   std::vector<int> world_ranks, int rank, MPI_Comm collective_comm,
-                  MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm, std::shared_ptr<ShmChannel> urgent_shm);
+                  MPI_Comm p2p_comm, std::shared_ptr<ShmChannel> shm, std::shared_ptr<ShmChannel> urgent_shm,
+                  std::shared_ptr<ShmMailbox> mailbox);
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(world_ranks().size()); }
@@ -60,6 +62,7 @@ class MpiProcessGroup final : public dist::ProcessGroup {
   MPI_Comm coll_comm_, p2p_comm_;
   std::shared_ptr<ShmChannel> shm_;  // null: the ranks are not on one node, or ACC_SHM=0
   std::shared_ptr<ShmChannel> urgent_shm_;  // the urgent lane's; null also with one lane
+  std::shared_ptr<ShmMailbox> mailbox_;     // null: send/recv go through MPI
 };
 
 }  // namespace acc::mpi

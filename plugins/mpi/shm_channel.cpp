@@ -1,18 +1,12 @@
 #include "shm_channel.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <string>
 
 #include "acc/memory/allocator.h"
 #include "acc/util/log.h"
+#include "shm_segment.h"
 
 namespace acc::mpi {
 namespace {
@@ -36,36 +30,6 @@ bool channel_wanted_everywhere(MPI_Comm comm, int size) {
   return everywhere == 1;
 }
 
-std::string errno_text() { return std::strerror(errno); }
-
-// Maps the named segment of `bytes`; creates it when `create`. Returns null and sets `error`.
-void* map_segment(const std::string& name, size_t bytes, bool create, std::string& error) {
-  const int fd = create ? shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)
-                        : shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) {
-    error = "shm_open('" + name + "'): " + errno_text();
-    return nullptr;
-  }
-  // Reserved up front, not just sized: a full /dev/shm (containers often give it 64 MB) then
-  // fails here, and the group uses MPI messages, instead of raising SIGBUS at first touch.
-  if (create) {
-    const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-    if (rc != 0) {
-      error = "posix_fallocate('" + name + "', " + std::to_string(bytes) + " bytes): " + std::strerror(rc);
-      close(fd);
-      shm_unlink(name.c_str());
-      return nullptr;
-    }
-  }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base == MAP_FAILED) {
-    error = "mmap('" + name + "', " + std::to_string(bytes) + " bytes): " + errno_text();
-    return nullptr;
-  }
-  return base;
-}
-
 }  // namespace
 
 std::unique_ptr<ShmChannel> ShmChannel::create(MPI_Comm comm) {
@@ -79,34 +43,14 @@ std::unique_ptr<ShmChannel> ShmChannel::create(MPI_Comm comm) {
   const size_t header = sizeof(Counters) * static_cast<size_t>(size);
   const size_t bytes = header + buffer_bytes * kBuffers * static_cast<size_t>(size);
 
-  // Rank 0 names the segment after its pid and a per-process counter, so groups and jobs on
-  // one node never collide, and sends the name to the others.
-  static int segments_made = 0;
-  char name[64] = {};
-  if (rank == 0)
-    std::snprintf(name, sizeof name, "/acc-shm-%d-%d", static_cast<int>(getpid()), segments_made++);
-  std::string error;
-  void* base = nullptr;
-  if (rank == 0) {
-    base = map_segment(name, bytes, true, error);
-    if (base != nullptr) new (base) Counters[size];  // zeros, as the fresh segment already is
-  }
-  int created = base != nullptr ? 1 : 0;
-  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-  MPI_Bcast(&created, 1, MPI_INT, 0, comm);
-  if (rank != 0 && created) base = map_segment(name, bytes, false, error);
-  int mapped = base != nullptr ? 1 : 0, all_mapped = 0;
-  MPI_Allreduce(&mapped, &all_mapped, 1, MPI_INT, MPI_MIN, comm);
-  if (rank == 0 && created) shm_unlink(name);  // every rank has it mapped (or gave up)
-  if (!error.empty()) log::warn("mpi plugin: no shared-memory channel, using MPI messages: {}", error);
-  if (!all_mapped) {
-    if (base != nullptr) munmap(base, bytes);
-    return nullptr;
-  }
+  const SharedSegment segment = map_shared_segment(comm, bytes, "channel", [size](void* base) {
+    new (base) Counters[size];  // zeros, as the fresh segment already is
+  });
+  if (segment.base == nullptr) return nullptr;
   if (rank == 0)
     log::debug("mpi plugin: shared-memory channel for {} ranks, {} KiB staging buffers", size,
                buffer_bytes >> 10);
-  return std::unique_ptr<ShmChannel>(new ShmChannel(rank, size, buffer_bytes, base, bytes));
+  return std::unique_ptr<ShmChannel>(new ShmChannel(rank, size, buffer_bytes, segment.base, bytes));
 }
 
 // The whole segment is mapped on every rank, so each counts all of it as communication memory.
@@ -116,7 +60,7 @@ ShmChannel::ShmChannel(int rank, int size, size_t buffer_bytes, void* base, size
 }
 
 ShmChannel::~ShmChannel() {
-  munmap(base_, mapped_bytes_);
+  unmap_shared_segment({base_, mapped_bytes_});
   memory::count_external(memory::Category::communication, -static_cast<int64_t>(mapped_bytes_));
 }
 

@@ -9,6 +9,10 @@
 //          one, issues another op, another size, or the same from another unit. Every rank
 //          that compares signatures with it must fail within 1 s, naming both sides (the
 //          timeout is far longer, so a hang cannot pass).
+//   stall_recv: as stall, but the others wait to receive a message from it (point to point,
+//          through the shared-memory mailbox on one node): the timeout names it.
+//   recv_too_small: the last rank sends 100 floats to rank 0, which has room for 10: rank 0's
+//          receive fails saying so, and the job ends.
 //   busy:  every rank prints "rank R pid P" and then all-reduces forever, as training does; a
 //          test stops one rank from outside (kill -STOP) and times how fast the job ends.
 //   partial_gradient: FULL_SHARD training where a unit only the last rank calls (a data-
@@ -138,6 +142,12 @@ int main(int argc, char** argv) {
     out_of_order(mode, world);
     return 0;
   }
+  if (mode == "recv_too_small") {
+    if (world.rank() == world.size() - 1) world.send(acc::Tensor::full({100}, 1.0), 0, 5);
+    if (world.rank() == 0) world.recv(acc::Tensor::zeros({10}), world.size() - 1, 5);
+    world.barrier();
+    return 0;
+  }
   if (world.rank() == world.size() - 1) {
     if (mode == "throw") throw std::runtime_error("rank failed on purpose");
     std::this_thread::sleep_for(std::chrono::seconds(60));  // "hung": killed by mpirun
@@ -169,6 +179,9 @@ int main(int argc, char** argv) {
   acc::Tensor t = acc::Tensor::full({1000}, 1.0);
   acc::activity::Phase phase("forward");  // the timeout message says where the rank was
   acc::activity::Unit unit("block.0");
-  world.all_reduce(t);  // stall: throws after ACC_COMM_TIMEOUT
+  if (mode == "stall_recv")
+    world.recv(t, world.size() - 1, 3);
+  else
+    world.all_reduce(t);  // stall: throws after ACC_COMM_TIMEOUT
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "acc/distributed/work.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "acc/util/error.h"
@@ -12,8 +13,15 @@ constexpr std::chrono::microseconds kSpinBeforeSleep{20};
 }  // namespace
 
 bool Work::is_completed() const {
-  std::lock_guard lock(mutex_);
-  return done_;
+  std::function<void()> poll;
+  {
+    std::lock_guard lock(mutex_);
+    if (done_) return true;
+    poll = poll_;  // a copy: mark_done() may drop poll_ while it runs
+  }
+  if (!poll) return false;
+  poll();
+  return finished_.load(std::memory_order_acquire);
 }
 
 void Work::wait(std::optional<std::chrono::duration<double>> timeout) {
@@ -31,7 +39,20 @@ void Work::wait(std::optional<std::chrono::duration<double>> timeout) {
     std::this_thread::yield();
   std::unique_lock lock(mutex_);
   if (timeout) {
-    const bool finished = cv_.wait_for(lock, *timeout, [&] { return done_; });
+    // A work only its poll moves along is polled while waiting (each slice a millisecond).
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
+    bool finished = done_;
+    while (!finished && std::chrono::steady_clock::now() < deadline) {
+      if (std::function<void()> poll = poll_) {
+        lock.unlock();
+        poll();
+        lock.lock();
+      }
+      finished = cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(
+                                        std::chrono::milliseconds(1), deadline - std::chrono::steady_clock::now()),
+                              [&] { return done_; });
+    }
     ACC_CHECK(finished, description_, ": wait() gave up after ", timeout->count(),
               " s; the operation has not completed");
   } else {
@@ -51,11 +72,17 @@ void Work::set_runner(std::function<void()> runner) {
   if (!done_) runner_ = std::move(runner);
 }
 
+void Work::set_poll(std::function<void()> poll) {
+  std::lock_guard lock(mutex_);
+  if (!done_) poll_ = std::move(poll);
+}
+
 void Work::mark_done() {
-  std::function<void()> runner;  // released outside the lock: it may own backend state
+  std::function<void()> runner, poll;  // released outside the lock: they may own backend state
   {
     std::lock_guard lock(mutex_);
     runner.swap(runner_);
+    poll.swap(poll_);
     done_ = true;
     finished_.store(true, std::memory_order_release);
   }
@@ -63,10 +90,11 @@ void Work::mark_done() {
 }
 
 void Work::mark_failed(std::string message) {
-  std::function<void()> runner;
+  std::function<void()> runner, poll;
   {
     std::lock_guard lock(mutex_);
     runner.swap(runner_);
+    poll.swap(poll_);
     error_ = message.empty() ? description_ + ": failed" : std::move(message);
     done_ = true;
     finished_.store(true, std::memory_order_release);

@@ -30,6 +30,8 @@ class Work {
   // The collective this work is, for backends to compare with the peers' (none for point to
   // point and a backend's own work).
   const std::optional<CollectiveSignature>& signature() const { return signature_; }
+  // True once done or failed; for a backend that completes works on the caller's thread (see
+  // set_poll), asking also moves the work along.
   bool is_completed() const;
   // Blocks until done. Throws acc::Error with the backend's message if the work failed, or if
   // `timeout` is given and passes first (the work itself then keeps running in the backend,
@@ -46,6 +48,10 @@ class Work {
   // thread switches). wait() calls the runner once before it blocks; the runner either
   // completes the work or declines (returns without doing anything). Dropped once done.
   void set_runner(std::function<void()> runner);
+  // Backend side, for a work that nothing completes in the background (a point-to-point message
+  // through shared memory): is_completed() calls `poll` while the work is not done, and `poll`
+  // completes it if it can, without blocking. Dropped once done.
+  void set_poll(std::function<void()> poll);
 
   // The bytes this rank sends for it under a ring schedule (dist::traffic() counts them): what
   // a simulated cross-node link paces the collective by. Set when the collective is issued.
@@ -69,6 +75,7 @@ class Work {
   std::string error_;  // non-empty once failed
   std::vector<Tensor> held_;
   std::function<void()> runner_;
+  std::function<void()> poll_;
   uint64_t wire_bytes_ = 0;
 };
 

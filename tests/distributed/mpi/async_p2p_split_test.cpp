@@ -1,7 +1,10 @@
 // Asynchronous overlap, point to point, and subgroups.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include "acc/distributed/subgroups.h"
 #include "acc/runtime/init.h"
@@ -60,6 +63,88 @@ TEST(PointToPoint, RingExchangeWithTags) {
   for (auto& w : {rb, ra, sa, sb}) w->wait();
   for (float x : from_left_a.to_vector()) EXPECT_EQ(x, static_cast<float>(left));
   for (float x : from_left_b.to_vector()) EXPECT_EQ(x, 10.f * left);
+}
+
+// Messages of one tag arrive in the order they were sent, and receives of one tag are matched
+// in the order they were posted, whichever is waited for first.
+TEST(PointToPoint, OneTagKeepsItsOrder) {
+  auto& g = acc::world();
+  const int right = (g.rank() + 1) % g.size(), left = (g.rank() + g.size() - 1) % g.size();
+  std::vector<Tensor> sent, received;
+  std::vector<std::shared_ptr<acc::dist::Work>> sends, recvs;
+  for (int i = 0; i < 5; ++i) {
+    received.push_back(Tensor::zeros({7}));
+    recvs.push_back(g.recv_async(received.back(), left, 4));
+  }
+  for (int i = 0; i < 5; ++i) {
+    sent.push_back(Tensor::full({7}, 100.0 * g.rank() + i));
+    sends.push_back(g.send_async(sent.back(), right, 4));
+  }
+  for (int i = 4; i >= 0; --i) recvs[static_cast<size_t>(i)]->wait();  // the last posted first
+  for (auto& w : sends) w->wait();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(received[static_cast<size_t>(i)].to_vector()[6], 100.f * left + i) << i;
+}
+
+// More messages in flight to one peer than the shared-memory mailbox has slots (64): the sends
+// past them wait for room without blocking their caller, and all arrive in order.
+TEST(PointToPoint, MoreMessagesInFlightThanSlots) {
+  auto& g = acc::world();
+  const int right = (g.rank() + 1) % g.size(), left = (g.rank() + g.size() - 1) % g.size();
+  constexpr int kMessages = 150;
+  std::vector<Tensor> sent, received;
+  std::vector<std::shared_ptr<acc::dist::Work>> works;
+  for (int i = 0; i < kMessages; ++i) {
+    sent.push_back(Tensor::full({3}, 1000.0 * g.rank() + i));
+    works.push_back(g.send_async(sent.back(), right, 9));
+  }
+  for (int i = 0; i < kMessages; ++i) {
+    received.push_back(Tensor::zeros({3}));
+    works.push_back(g.recv_async(received.back(), left, 9));
+  }
+  for (auto& w : works) w->wait();
+  for (int i = 0; i < kMessages; ++i)
+    ASSERT_EQ(received[static_cast<size_t>(i)].to_vector()[2], 1000.f * left + i) << i;
+}
+
+// A large message arrives whole (the mailbox copies it out of the sender's memory in one go),
+// and a shorter message than the receive buffer fills only its part, as with MPI.
+TEST(PointToPoint, LargeAndShortMessages) {
+  auto& g = acc::world();
+  const int right = (g.rank() + 1) % g.size(), left = (g.rank() + g.size() - 1) % g.size();
+  const int64_t n = int64_t{12} << 20;  // 48 MB
+  Tensor big = Tensor::empty({n}), into = Tensor::zeros({n});
+  float* b = big.data<float>();
+  for (int64_t i = 0; i < n; ++i) b[i] = static_cast<float>(i % 65536 + g.rank());
+  auto s = g.send_async(big, right, 1);
+  g.recv(into, left, 1);
+  s->wait();
+  const auto v = into.to_vector();
+  for (int64_t i : {int64_t{0}, int64_t{4095}, int64_t{4096}, n / 2 + 3, n - 1})
+    ASSERT_EQ(v[static_cast<size_t>(i)], static_cast<float>(i % 65536 + left)) << i;
+  Tensor room = Tensor::full({10}, -1.0);
+  auto s2 = g.send_async(Tensor::full({4}, g.rank()), right, 2);
+  g.recv(room, left, 2);
+  s2->wait();
+  const auto r = room.to_vector();
+  EXPECT_EQ(r[3], static_cast<float>(left));
+  EXPECT_EQ(r[4], -1.f);
+}
+
+// Polling is_completed() alone completes a receive (and the send it matches): nothing else
+// moves a shared-memory message along.
+TEST(PointToPoint, PollingCompletesWithoutWait) {
+  auto& g = acc::world();
+  const int right = (g.rank() + 1) % g.size(), left = (g.rank() + g.size() - 1) % g.size();
+  Tensor in = Tensor::zeros({5});
+  auto r = g.recv_async(in, left, 6);
+  auto s = g.send_async(Tensor::full({5}, g.rank() + 1.0), right, 6);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!(r->is_completed() && s->is_completed()) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ASSERT_TRUE(r->is_completed() && s->is_completed()) << "polling did not complete them in 20 s";
+  EXPECT_EQ(in.to_vector()[4], left + 1.f);
+  r->wait();
+  s->wait();
 }
 
 TEST(Split, EvenOddGroupsReduceOverMembersOnly) {

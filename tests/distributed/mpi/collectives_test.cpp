@@ -13,6 +13,7 @@
 #include "acc/kernels/convert.h"
 #include "acc/memory/allocator.h"
 #include "acc/runtime/init.h"
+#include "segments.h"
 #include "support/test_support.h"
 
 using acc::DType;
@@ -242,17 +243,14 @@ TEST(Collectives, LargeBuffersSpanManySteps) {
   }
 }
 
-extern int64_t g_communication_bytes_after_init;  // main.cpp
-
-// The world's shared-memory segment is counted as communication memory, exactly: every rank maps
-// all ranks' headers (3 counters of a cache line each and 2 signature slots of 128 bytes: 448
-// bytes) and 2 staging buffers each. Measured right after init,
+// The world's shared-memory segments are counted as communication memory, exactly: the
+// collectives' channel (segments.h) and the point-to-point mailbox. Measured right after init,
 // before collectives take scratch buffers (which count there too).
-TEST(Collectives, SharedMemoryChannelIsCounted) {
-  const char* shm = std::getenv("ACC_SHM");
+TEST(Collectives, SharedMemorySegmentsAreCounted) {
+  auto off = [](const char* name) { return std::getenv(name) && std::string(std::getenv(name)) == "0"; };
   const int64_t p = acc::world().size();
-  const int64_t segment = p * 448 + p * 2 * static_cast<int64_t>(acc::dist::staging_buffer_bytes());
-  EXPECT_EQ(g_communication_bytes_after_init, shm != nullptr && std::string(shm) == "0" ? 0 : segment);
+  EXPECT_EQ(g_communication_bytes_after_init,
+            off("ACC_SHM") ? 0 : channel_segment_bytes(p) + (off("ACC_SHM_P2P") ? 0 : mailbox_segment_bytes(p)));
 }
 
 TEST(Collectives, ArgumentErrorsAreLocalAndClear) {

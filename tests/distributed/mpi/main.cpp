@@ -5,8 +5,9 @@
 #include "acc/memory/allocator.h"
 #include "acc/runtime/init.h"
 
-// Communication bytes right after init, before any collective has taken scratch buffers:
-// exactly the world's shared-memory segment, if there is one (collectives_test.cpp).
+#include "segments.h"
+
+// Exactly the world's shared-memory segments, if there are any (collectives_test.cpp).
 int64_t g_communication_bytes_after_init = 0;
 
 int main(int argc, char** argv) {

@@ -12,6 +12,7 @@
 #include "acc/distributed/subgroups.h"
 #include "acc/distributed/traffic.h"
 #include "acc/runtime/init.h"
+#include "segments.h"
 
 using acc::Tensor;
 
@@ -106,10 +107,8 @@ TEST(SimLink, AnUrgentGatherPassesQueuedReductions) {
   }
 }
 
-extern int64_t g_communication_bytes_after_init;  // main.cpp
-
 // On one node the urgent lane has a shared-memory channel of its own (the world's is counted
-// twice, as the estimate says), and a node-local urgent gather of several staging steps runs
+// twice, as the estimate says; beside the mailbox), and a node-local urgent gather of several staging steps runs
 // on it beside the ordered channel: it neither waits for the paced reductions queued before
 // it nor disturbs them.
 TEST(SimLink, TheUrgentLaneHasASharedMemoryChannelOfItsOwn) {
@@ -117,8 +116,7 @@ TEST(SimLink, TheUrgentLaneHasASharedMemoryChannelOfItsOwn) {
     GTEST_SKIP() << "no simulated link between nodes";
   auto& g = acc::world();
   const int64_t p = g.size();
-  const int64_t segment = p * 448 + p * 2 * static_cast<int64_t>(acc::dist::staging_buffer_bytes());
-  EXPECT_EQ(g_communication_bytes_after_init, 2 * segment);
+  EXPECT_EQ(g_communication_bytes_after_init, 2 * channel_segment_bytes(p) + mailbox_segment_bytes(p));
   auto node = acc::dist::node_local_group(g, acc::topology());
   const int64_t n = 1 << 18;
   std::vector<Tensor> reduced;
