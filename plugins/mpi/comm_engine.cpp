@@ -242,11 +242,7 @@ void CommEngine::thread_main() {
     check_signatures_ = everywhere[0] == 1;
     two_lanes_ = everywhere[1] == 1;
     if (two_lanes_ && world_shm_) world_urgent_shm_ = ShmChannel::create(coll_comm_);
-    if (world_shm_) {
-      std::vector<int> ranks(static_cast<size_t>(world_size_));
-      for (int r = 0; r < world_size_; ++r) ranks[static_cast<size_t>(r)] = r;
-      world_mailbox_ = ShmMailbox::create(coll_comm_, *this, std::move(ranks));
-    }
+    if (world_shm_) world_mailbox_ = ShmMailbox::create(coll_comm_, *this);
   } catch (const std::exception& e) {
     init_error_ = e.what();
   }

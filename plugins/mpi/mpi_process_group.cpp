@@ -186,7 +186,7 @@ std::shared_ptr<dist::ProcessGroup> MpiProcessGroup::do_split(int color, int key
       MPI_Comm_set_errhandler(result->p2p, MPI_ERRORS_RETURN);
       result->shm = ShmChannel::create(result->coll);
       if (result->shm && engine_->two_lanes()) result->urgent_shm = ShmChannel::create(result->coll);
-      if (result->shm) result->mailbox = ShmMailbox::create(result->coll, *engine_, result->world_ranks);
+      if (result->shm) result->mailbox = ShmMailbox::create(result->coll, *engine_);
     }
   };
   schedule.append(std::move(split));

@@ -11,16 +11,21 @@
 // bound to one core each, a message costs no hand-off to a second thread.
 //
 // Matching follows MPI's rules: receives are matched in the order they were posted, each to the
-// earliest message from its peer with its tag. A send that finds its lane full waits, unposted,
-// for a slot (posted by a later progress); it never blocks the caller. A message larger than its
-// receive buffer fails that receive. Every operation must finish within the engine's timeout of
-// being issued (checked while anything waits), else it fails naming the peer, and the engine is
-// broken from then on, as with MPI messages.
+// earliest message from its peer with its tag (a lane's `published` counter tells the receiver
+// which messages its scan of the slots must have seen). A send that finds its lane full is kept
+// unposted, never blocking its caller, and the comm thread posts it once the peer makes room (so
+// it moves even while its rank blocks in a collective). Every operation must finish within the
+// engine's timeout of being issued, checked whenever this rank waits on or polls the mailbox
+// (and by the comm thread for the unposted sends); one that does not fails naming the peer, and
+// the engine is broken from then on, as with MPI messages: what is pending then fails, and
+// what is issued later fails at once. A message larger than its receive buffer fails that
+// receive. A posted send that failed keeps its buffer alive while the mailbox lives, since the
+// peer may still copy from it.
 //
 // Made only for groups whose ranks share this node and whose kernel allows the ranks to read
 // each other's memory (probed when the mailbox is made; PR_SET_PTRACER_ANY is set for kernels
-// with Yama); otherwise, and with ACC_SHM=0 or ACC_SHM_P2P=0, point to point stays on MPI
-// messages.
+// with Yama, and cleared again when the mailbox is not used); otherwise, and with ACC_SHM=0 or
+// ACC_SHM_P2P=0, point to point stays on MPI messages.
 #include <mpi.h>
 
 #include <atomic>
@@ -46,8 +51,8 @@ class ShmMailbox : public std::enable_shared_from_this<ShmMailbox> {
 
   // Collective over comm, blocking; call on the comm thread, only for a group whose ranks all
   // share this node. Null when the ranks cannot read each other's memory (the reason logged).
-  // `world_ranks` maps group ranks to world ranks, for messages.
-  static std::shared_ptr<ShmMailbox> create(MPI_Comm comm, CommEngine& engine, std::vector<int> world_ranks);
+  static std::shared_ptr<ShmMailbox> create(MPI_Comm comm, CommEngine& engine);
+  // What is still pending fails ("the group was destroyed ...").
   ~ShmMailbox();
   ShmMailbox(const ShmMailbox&) = delete;
   ShmMailbox& operator=(const ShmMailbox&) = delete;
@@ -72,6 +77,11 @@ class ShmMailbox : public std::enable_shared_from_this<ShmMailbox> {
     char data[kInline];                  // the message itself, when it is this short
   };
   static_assert(sizeof(Slot) == 128);
+  // A lane: the messages from one rank to another.
+  struct alignas(64) Lane {
+    std::atomic<uint64_t> published{0};  // seq of the last message posted (after its slot)
+    Slot slots[kSlots];
+  };
   static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
                 "the segment's atomics must be address-free");
   struct Pending {
@@ -86,10 +96,10 @@ class ShmMailbox : public std::enable_shared_from_this<ShmMailbox> {
 
   ShmMailbox(CommEngine& engine, SharedSegment segment, int rank, int size, std::vector<int> world_ranks);
   RankInfo& info(int r) const { return static_cast<RankInfo*>(segment_.base)[r]; }
-  Slot* lane(int from, int to) const;
+  Lane& lane(int from, int to) const;
   void ring(int r);
   // Moves every pending operation of this rank along as far as it can without waiting; fails
-  // those past the timeout.
+  // those past the timeout, and all of them once the engine is broken.
   void progress();
   bool post(Pending& send);               // under mutex_; false: the lane is full
   bool take(Pending& recv, std::string& error);  // under mutex_; false: no message yet
@@ -97,6 +107,10 @@ class ShmMailbox : public std::enable_shared_from_this<ShmMailbox> {
   // Returns once `work` has finished, progressing and sleeping on this rank's doorbell.
   void wait_for(const dist::Work* work);
   void enqueue(std::deque<Pending>& queue, Pending p);
+  // Has the comm thread post the unposted sends as room appears (one task at a time).
+  void drain_in_background();
+  // The peers that unposted sends wait for; clears draining_ when there are none.
+  std::vector<int> unposted_peers();
 
   CommEngine& engine_;
   SharedSegment segment_;
@@ -105,6 +119,10 @@ class ShmMailbox : public std::enable_shared_from_this<ShmMailbox> {
   std::mutex mutex_;  // this process's pending operations and its side of the lanes
   std::deque<Pending> sends_, recvs_;  // recvs_ in the order they were posted
   std::vector<uint64_t> next_seq_;     // per peer
+  bool draining_ = false;              // the comm thread has a task posting unposted sends
+  bool used_ = false;                  // a message has gone through (logged once)
+  // Failed sends that were posted: their buffers stay alive, a peer may still copy them.
+  std::vector<std::shared_ptr<dist::Work>> abandoned_;
 };
 
 }  // namespace acc::mpi

@@ -141,13 +141,13 @@ int64_t communication_bytes(const Workload& w) { return group_channel_bytes(w.wo
 int64_t group_channel_bytes(int ranks, const Workload& w) {
   // The OpenMPI plugin's shared-memory channel: two staging buffers per rank of the group on
   // the node; with more than one node in the job, a second channel for the urgent lane. Beside
-  // it the point-to-point mailbox: 64 slots of 128 bytes from each rank on the node to each
-  // (groups of up to 16 ranks).
+  // it the point-to-point mailbox (groups of up to 16 ranks): 64 bytes a rank, and from each
+  // rank to each a 64-byte header and 64 slots of 128 bytes.
   if (ranks < 2) return 0;
   const int node = std::max(1, w.ranks_per_node), lanes = w.world > node ? 2 : 1;
   const int64_t local = std::min(ranks, node);
   return 2 * lanes * static_cast<int64_t>(dist::staging_buffer_bytes()) * local +
-         (local <= 16 ? local * local * 64 * 128 : 0);
+         (local <= 16 ? local * 64 + local * local * (64 + 64 * 128) : 0);
 }
 
 int64_t default_memory_limit(int ranks_per_node) {

@@ -85,25 +85,57 @@ TEST(PointToPoint, OneTagKeepsItsOrder) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(received[static_cast<size_t>(i)].to_vector()[6], 100.f * left + i) << i;
 }
 
-// More messages in flight to one peer than the shared-memory mailbox has slots (64): the sends
-// past them wait for room without blocking their caller, and all arrive in order.
-TEST(PointToPoint, MoreMessagesInFlightThanSlots) {
+// The same when a later message of the tag lands in a lower slot of the mailbox than an earlier
+// one: a message of another tag taken first leaves a hole that the next send fills.
+TEST(PointToPoint, OneTagKeepsItsOrderAcrossHolesInTheLane) {
   auto& g = acc::world();
   const int right = (g.rank() + 1) % g.size(), left = (g.rank() + g.size() - 1) % g.size();
+  auto value = [&](int rank, int i) { return 100.0 * rank + i; };
+  std::vector<Tensor> sent;
+  std::vector<std::shared_ptr<acc::dist::Work>> sends;
+  auto send = [&](int i, int tag) {
+    sent.push_back(Tensor::full({30}, value(g.rank(), i)));  // past the slot's own 88 bytes
+    sends.push_back(g.send_async(sent.back(), right, tag));
+  };
+  send(0, 5);
+  send(1, 6);
+  send(2, 5);
+  Tensor other = Tensor::zeros({30});
+  g.recv(other, left, 6);  // frees the second slot
+  g.barrier();             // every rank took it before anyone sends on
+  send(3, 5);              // into the freed slot, below message 2's
+  for (int i : {0, 2, 3}) {
+    Tensor in = Tensor::zeros({30});
+    g.recv(in, left, 5);
+    EXPECT_EQ(in.to_vector()[29], value(left, i)) << "message " << i;
+  }
+  EXPECT_EQ(other.to_vector()[0], value(left, 1));
+  for (auto& w : sends) w->wait();
+}
+
+// More messages in flight to one peer than the shared-memory mailbox has slots (64): the sends
+// past them wait for room without blocking their caller, and are posted by the comm thread while
+// the sender blocks in a collective; all arrive in order.
+TEST(PointToPoint, MoreMessagesInFlightThanSlots) {
+  auto& g = acc::world();
   constexpr int kMessages = 150;
-  std::vector<Tensor> sent, received;
-  std::vector<std::shared_ptr<acc::dist::Work>> works;
-  for (int i = 0; i < kMessages; ++i) {
-    sent.push_back(Tensor::full({3}, 1000.0 * g.rank() + i));
-    works.push_back(g.send_async(sent.back(), right, 9));
-  }
-  for (int i = 0; i < kMessages; ++i) {
-    received.push_back(Tensor::zeros({3}));
-    works.push_back(g.recv_async(received.back(), left, 9));
-  }
-  for (auto& w : works) w->wait();
-  for (int i = 0; i < kMessages; ++i)
-    ASSERT_EQ(received[static_cast<size_t>(i)].to_vector()[2], 1000.f * left + i) << i;
+  const bool sender = g.rank() % 2 == 0 && g.rank() + 1 < g.size(), receiver = g.rank() % 2 == 1;
+  std::vector<Tensor> sent;
+  std::vector<std::shared_ptr<acc::dist::Work>> sends;
+  if (sender)
+    for (int i = 0; i < kMessages; ++i) {
+      sent.push_back(Tensor::full({3}, 1000.0 * g.rank() + i));
+      sends.push_back(g.send_async(sent.back(), g.rank() + 1, 9));
+    }
+  g.barrier();  // every send is issued: receiving starts only now
+  if (receiver)
+    for (int i = 0; i < kMessages; ++i) {
+      Tensor in = Tensor::zeros({3});
+      g.recv(in, g.rank() - 1, 9);
+      ASSERT_EQ(in.to_vector()[2], 1000.f * (g.rank() - 1) + i) << i;
+    }
+  g.barrier();  // the sender waits here while the receiver takes every message
+  for (auto& w : sends) w->wait();
 }
 
 // A large message arrives whole (the mailbox copies it out of the sender's memory in one go),

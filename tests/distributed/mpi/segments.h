@@ -14,5 +14,6 @@ inline int64_t channel_segment_bytes(int64_t p) {
   return p * 448 + p * 2 * static_cast<int64_t>(acc::dist::staging_buffer_bytes());
 }
 
-// The point-to-point mailbox: 64 bytes per rank, 64 slots of 128 bytes from each rank to each.
-inline int64_t mailbox_segment_bytes(int64_t p) { return p * 64 + p * p * 64 * 128; }
+// The point-to-point mailbox: 64 bytes per rank; from each rank to each a lane of a 64-byte
+// header and 64 slots of 128 bytes.
+inline int64_t mailbox_segment_bytes(int64_t p) { return p * 64 + p * p * (64 + 64 * 128); }
