@@ -59,6 +59,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -357,14 +358,9 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
            "full_save_peak_extra_mb: acc allocator peak during the FULL save minus live bytes "
            "before it, rank 0 (the writer); largest_unit_mb: f32 bytes of the largest wrap unit");
   root.set("runs", runs);
-  const auto folder = fs::path(path).parent_path();
-  if (!folder.empty()) fs::create_directories(folder);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    root.stringify(out, 2);
-  }
-  fs::rename(tmp, path);
+  std::ostringstream text;
+  root.stringify(text, 2);
+  acc::bench::write_results(path, text.str());
 }
 
 void print_table(Poco::JSON::Array::Ptr runs) {

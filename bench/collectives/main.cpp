@@ -15,7 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <functional>
 #include <initializer_list>
 #include <new>
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
                   r.bytes, r.round_trip, r.memcpy, r.xcore, r.acc_ag, r.mpi_ag, r.acc_ag / r.memcpy,
                   r.acc_ag / r.xcore, r.acc_rs, r.mpi_rs, r.acc_rs / r.memcpy, r.acc_rs / r.xcore,
                   r.acc_rs_bf16, r.acc_ar, r.mpi_ar);
-    std::ofstream out(json_path + ".tmp");
+    std::ostringstream out;
     out << "{\n  \"benchmark\": \"collectives\",\n  \"ranks\": " << p << ",\n  \"cpu\": \""
         << acc::bench::cpu_model() << "\",\n  \"date\": \""
         << acc::bench::utc_timestamp()
@@ -224,9 +224,7 @@ int main(int argc, char** argv) {
           << (i + 1 < rows.size() ? "," : "") << "\n";
     }
     out << "  ]\n}\n";
-    out.close();
-    std::rename((json_path + ".tmp").c_str(), json_path.c_str());
-    std::printf("wrote %s\n", json_path.c_str());
+    acc::bench::write_results(json_path, out.str());
   }
   acc::shutdown();
   MPI_Finalize();

@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       std::printf("%10zu | %10.2f %8.2f %6.2f | %10.2f %8.2f | %8.2f\n", r.bytes, r.acc_s * 1e6,
                   r.bytes / r.acc_s / 1e9, r.bytes / r.acc_s / 1e9 / r.memcpy_gbps, r.mpi_s * 1e6,
                   r.bytes / r.mpi_s / 1e9, r.memcpy_gbps);
-    std::ofstream out(json_path + ".tmp");
+    std::ostringstream out;
     out << "{\n  \"benchmark\": \"p2p\",\n  \"transport\": \"" << how << "\",\n  \"cpu\": \""
         << acc::bench::cpu_model() << "\",\n  \"date\": \"" << acc::bench::utc_timestamp()
         << "\",\n  \"unit\": \"microseconds one way (half a ping-pong), GB/s = bytes / that\",\n  \"rows\": [\n";
@@ -132,9 +132,7 @@ int main(int argc, char** argv) {
           << ", \"memcpy_gbps\": " << r.memcpy_gbps << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
     }
     out << "  ]\n}\n";
-    out.close();
-    std::rename((json_path + ".tmp").c_str(), json_path.c_str());
-    std::printf("wrote %s\n", json_path.c_str());
+    acc::bench::write_results(json_path, out.str());
   }
   acc::shutdown();
   MPI_Finalize();

@@ -140,15 +140,21 @@ void report(const std::string& title, const std::vector<Row>& rows, const std::s
   root.set("date", utc_timestamp());
   for (const auto& [k, v] : context) root.set(k, v);
   root.set("rows", json_rows);
-  const auto folder = std::filesystem::path(json_path).parent_path();
+  std::ostringstream text;
+  root.stringify(text, 2);
+  write_results(json_path, text.str());
+}
+
+void write_results(const std::string& path, const std::string& text) {
+  const auto folder = std::filesystem::path(path).parent_path();
   if (!folder.empty()) std::filesystem::create_directories(folder);
-  const std::string tmp = json_path + ".tmp";
+  const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
-    root.stringify(out, 2);
+    out << text;
   }
-  std::filesystem::rename(tmp, json_path);
-  std::printf("results written to %s\n", json_path.c_str());
+  std::filesystem::rename(tmp, path);
+  std::printf("results written to %s\n", path.c_str());
 }
 
 }  // namespace acc::bench

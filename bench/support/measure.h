@@ -38,8 +38,12 @@ struct Row {
                         // times and shares (MB, ms, s, %), at least this for rates
 };
 
+// Writes `text` to `path` (its folder made if missing) through `path`.tmp and a rename, so a
+// results file is never left half written; says where.
+void write_results(const std::string& path, const std::string& text);
+
 // Prints rows as a table with ratio-to-ceiling and change against `previous_json` (if it
-// exists), then writes all rows to `json_path` (write to .tmp, then rename).
+// exists), then writes all rows to `json_path` (write_results).
 void report(const std::string& title, const std::vector<Row>& rows, const std::string& json_path,
             const std::map<std::string, std::string>& context);
 
