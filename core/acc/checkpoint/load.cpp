@@ -271,8 +271,8 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     }
     files->read_all(plan.reads(false));
     for (auto& [copy, master] : plan.compute_copies) refill_copy(copy, master);
-    // Offloaded to files (fsdp_offload_dir): what was mapped in (transposed entries go through
-    // the mapping) leaves resident memory again.
+    // Offloaded to files (fsdp_offload_dir): pages of the state that earlier work had mapped in
+    // leave resident memory again (the load itself wrote through the files).
     plan.for_each_target([](Target& t) { page_out(t.dst); });
     if (state.optimizer) state.optimizer->set_steps_taken(manifest.optimizer_steps);
     if (state.scheduler && manifest.scheduler_step) state.scheduler->apply(*manifest.scheduler_step);

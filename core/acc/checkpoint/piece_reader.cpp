@@ -229,12 +229,13 @@ std::vector<PieceReader::Read> PieceReader::parts(const std::vector<Read>& reads
 }
 
 void PieceReader::read_part(const Read& part) {
-  if (part.tier != memory::Tier::file || part.piece->transposed) {
+  if (part.tier != memory::Tier::file) {
     read(*part.piece, part.entry_at, part.count, part.dst);
     return;
   }
-  // Through the file, not the mapping: reading into the mapped pages faulted each one in,
-  // costly on a paravirtualised MMU (as Optimizer::update_streaming found).
+  // Through the file, not the mapping (a transposed entry is turned back in the buffer):
+  // reading into the mapped pages faulted each one in, costly on a paravirtualised MMU (as
+  // Optimizer::update_streaming found).
   memory::CategoryScope scope(memory::Category::checkpoint);
   const Tensor buffer = Tensor::empty({part.count});
   read(*part.piece, part.entry_at, part.count, buffer.data<float>());

@@ -38,7 +38,7 @@ class PieceReader {
     int64_t entry_at = 0, count = 0;
     float* dst = nullptr;
     // dst's tier: a file-tier destination is written through its file (memory::write_block),
-    // not its mapping, except from a transposed entry.
+    // not its mapping.
     memory::Tier tier = memory::Tier::compute;
   };
   // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
