@@ -5,6 +5,7 @@
 #include <map>
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/checkpoint/blocks.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
@@ -153,24 +154,12 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
   return plan;
 }
 
-// A compute copy (bf16) from its master; a file-tier master read through its file 4 MB at a
-// time (memory::read_block), not through its mapping, whose every page would be a fault.
+// A compute copy (bf16) from its master, 4 MB at a time; a file-tier master read through its
+// file (for_each_block), not through its mapping, whose every page would be a fault.
 void refill_copy(Tensor& copy, const Tensor& master) {
-  if (master.storage()->tier() != memory::Tier::file) {
-    copy.copy_(master);
-    return;
-  }
-  constexpr int64_t kStep = int64_t{1} << 20;
-  const int64_t n = master.numel();
-  memory::CategoryScope scope(memory::Category::checkpoint);
-  const Tensor buffer = Tensor::empty({std::min(kStep, n)});
-  Tensor flat = copy.view({n});
-  for (int64_t at = 0; at < n; at += kStep) {
-    const int64_t len = std::min(kStep, n - at);
-    memory::read_block(master.data<float>() + at, static_cast<size_t>(len) * sizeof(float), buffer.data<float>(),
-                       memory::Tier::file);
-    flat.narrow(at, len).copy_(buffer.narrow(0, len));
-  }
+  Tensor flat = copy.view({copy.numel()});
+  for_each_block(master, int64_t{1} << 20,
+                 [&](const Tensor& block, int64_t at) { flat.narrow(at, block.numel()).copy_(block); });
 }
 
 // This rank's share of checking the checkpoint: every piece the load reads (on any rank), each

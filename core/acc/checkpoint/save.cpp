@@ -15,6 +15,7 @@
 #include <tbb/parallel_for.h>
 
 #include "acc/autograd/grad_mode.h"
+#include "acc/checkpoint/blocks.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
@@ -156,30 +157,14 @@ Tensor snapshot_of(const Tensor& t) {
   return copy;
 }
 
-// Writes an item in 64 MiB blocks. A file-tier tensor (fsdp_offload_dir) is read from its file
-// 8 MiB at a time into one buffer (memory::read_block): saving a state larger than memory holds
-// that much beside it (a 64 MiB buffer broke the 430 MiB limit of larger_than_memory.sh), and
-// maps none of its pages in (each a fault, costly on a paravirtualised MMU).
+// Writes an item in 64 MiB blocks; a file-tier tensor (fsdp_offload_dir) is read from its file
+// 8 MiB at a time into one buffer (for_each_block): saving a state larger than memory holds that
+// much beside it (a 64 MiB buffer broke the 430 MiB limit of larger_than_memory.sh).
 void write_item(io::SafetensorsWriter& writer, const std::string& key, const Tensor& data) {
-  const auto* bytes = static_cast<const char*>(data.raw_data());
-  const size_t total = data.nbytes();
-  if (total == 0) writer.write(key, bytes);
-  const memory::Tier tier = data.storage()->tier();
-  const size_t block = tier == memory::Tier::file ? size_t{8} << 20 : size_t{64} << 20;
-  Tensor buffer;
-  if (tier == memory::Tier::file) {
-    memory::CategoryScope category(memory::Category::checkpoint);
-    buffer = Tensor::empty({static_cast<int64_t>((std::min(block, total) + 3) / sizeof(float))});
-  }
-  for (size_t at = 0; at < total; at += block) {
-    const size_t n = std::min(block, total - at);
-    if (buffer.defined()) {
-      memory::read_block(bytes + at, n, buffer.raw_data(), tier);
-      writer.append(key, buffer.raw_data(), n);
-    } else {
-      writer.append(key, bytes + at, n);
-    }
-  }
+  if (data.nbytes() == 0) writer.write(key, data.raw_data());
+  const size_t block = data.storage()->tier() == memory::Tier::file ? size_t{8} << 20 : size_t{64} << 20;
+  for_each_block(data, static_cast<int64_t>(block / dtype_size(data.dtype())),
+                 [&](const Tensor& part, int64_t) { writer.append(key, part.raw_data(), part.nbytes()); });
 }
 
 // The items of this rank's shard file: its owned parameter pieces (unless the model goes to the
