@@ -6,8 +6,7 @@
 // of a shared buffer (as backward or the optimizer writes a shard just before its collective),
 // then every rank copies the whole buffer out, the peers' parts crossing cores. That is a
 // single-copy all_gather of freshly written data; its bandwidth is measured here too ("xcore").
-// The built-ins run from the main thread while acc's comm thread is idle, so MPI is
-// initialised here with MPI_THREAD_SERIALIZED before acc::init (the plugin then reuses it).
+// The built-ins run from the main thread while acc's comm thread is idle (mpi_beside_acc.h).
 #include <mpi.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "acc/runtime/init.h"
+#include "collectives/mpi_beside_acc.h"
 #include "acc/tensor/tensor.h"
 #include "support/measure.h"
 
@@ -136,10 +136,7 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  acc::init(argc, argv);
-  auto& g = acc::world();
+  auto& g = acc::bench::init_mpi_and_acc(argc, argv);
   const int p = g.size();
   const std::string json_path = argc > 1 ? argv[1] : ACC_SOURCE_DIR "/bench/results/collectives.json";
 
@@ -226,7 +223,6 @@ int main(int argc, char** argv) {
     out << "  ]\n}\n";
     acc::bench::write_results(json_path, out.str());
   }
-  acc::shutdown();
-  MPI_Finalize();
+  acc::bench::shutdown_acc_and_mpi();
   return 0;
 }

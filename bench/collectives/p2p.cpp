@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "acc/runtime/init.h"
+#include "collectives/mpi_beside_acc.h"
 #include "acc/tensor/tensor.h"
 #include "support/measure.h"
 
@@ -63,14 +64,10 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  acc::init(argc, argv);
-  auto& g = acc::world();
+  auto& g = acc::bench::init_mpi_and_acc(argc, argv);
   if (g.size() != 2 || argc < 2) {
     if (g.rank() == 0) std::fprintf(stderr, "usage: mpirun -np 2 bench_p2p JSON_PATH\n");
-    acc::shutdown();
-    MPI_Finalize();
+    acc::bench::shutdown_acc_and_mpi();
     return 2;
   }
   const std::string json_path = argv[1];
@@ -134,7 +131,6 @@ int main(int argc, char** argv) {
     out << "  ]\n}\n";
     acc::bench::write_results(json_path, out.str());
   }
-  acc::shutdown();
-  MPI_Finalize();
+  acc::bench::shutdown_acc_and_mpi();
   return 0;
 }

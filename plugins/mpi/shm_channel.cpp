@@ -1,8 +1,6 @@
 #include "shm_channel.h"
 
-#include <cstdlib>
 #include <new>
-#include <string>
 
 #include "acc/memory/allocator.h"
 #include "acc/util/log.h"
@@ -10,11 +8,6 @@
 
 namespace acc::mpi {
 namespace {
-
-bool shm_disabled() {
-  const char* v = std::getenv("ACC_SHM");
-  return v != nullptr && std::string(v) == "0";
-}
 
 // Whether every rank of comm wants the channel and shares this node with all the others. The
 // answer is agreed on (a MIN over ranks), so all take the same path even if ACC_SHM differs.
@@ -25,7 +18,7 @@ bool channel_wanted_everywhere(MPI_Comm comm, int size) {
     MPI_Comm_size(local, &local_size);
     MPI_Comm_free(&local);
   }
-  int wanted = local_size == size && !shm_disabled() ? 1 : 0, everywhere = 0;
+  int wanted = local_size == size && !switched_off("ACC_SHM") ? 1 : 0, everywhere = 0;
   MPI_Allreduce(&wanted, &everywhere, 1, MPI_INT, MPI_MIN, comm);
   return everywhere == 1;
 }

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -73,8 +72,7 @@ std::shared_ptr<ShmMailbox> ShmMailbox::create(MPI_Comm comm, CommEngine& engine
   if (segment.base == nullptr) return nullptr;
   // Can the ranks read each other's memory? Yama (ptrace_scope 1) allows it only to a process
   // that said so; containers and hardened kernels may forbid it whatever we say.
-  const char* off = std::getenv("ACC_SHM_P2P");
-  const bool wanted = off == nullptr || std::string(off) != "0";
+  const bool wanted = !switched_off("ACC_SHM_P2P");
   if (wanted) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // fails harmlessly without Yama
   static uint64_t probe = 0;  // groups are made one at a time, on the comm thread
   probe = probe_value(rank);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -75,6 +76,11 @@ SharedSegment map_shared_segment(MPI_Comm comm, size_t bytes, const char* what,
     return {};
   }
   return {base, bytes};
+}
+
+bool switched_off(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string(value) == "0";
 }
 
 void unmap_shared_segment(const SharedSegment& segment) {

@@ -24,4 +24,8 @@ SharedSegment map_shared_segment(MPI_Comm comm, size_t bytes, const char* what,
 
 void unmap_shared_segment(const SharedSegment& segment);
 
+// Whether the environment variable `name` (ACC_SHM, ACC_SHM_P2P) is set to 0, turning a
+// shared-memory transport off.
+bool switched_off(const char* name);
+
 }  // namespace acc::mpi
