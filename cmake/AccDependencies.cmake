@@ -6,7 +6,7 @@ find_package(OpenMP REQUIRED)   # oneDNN's CPU runtime on Debian is OpenMP; we s
 find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(Poco REQUIRED COMPONENTS Foundation JSON Util)
-find_package(ZLIB REQUIRED)     # the reference CRC-32 in tests/io
+find_package(ZLIB REQUIRED)     # CRC-32s combined (checkpoint loads); the reference CRC-32 in tests/io
 # ISA-L (libisal-dev): CRC-32 of checkpoint files; Debian ships no CMake package for it.
 find_path(ISAL_INCLUDE_DIR isa-l/crc.h REQUIRED)
 find_library(ISAL_LIBRARY isal REQUIRED)

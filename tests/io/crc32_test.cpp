@@ -1,6 +1,6 @@
 // io::crc32 (ISA-L's folding CRC) against zlib's crc32, the reference the checkpoint format and
 // its Python reader use: every length up to a few folds, odd alignments, large buffers, and
-// continuing from an earlier CRC.
+// continuing from an earlier CRC; and two runs' CRCs combined into that of both end to end.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -45,6 +45,22 @@ TEST(Crc32, EqualsZlibOnLargeBuffersAndContinues) {
     const uint32_t first = acc::io::crc32(bytes.data(), split);
     EXPECT_EQ(acc::io::crc32(bytes.data() + split, bytes.size() - split, first), whole) << "split at " << split;
   }
+}
+
+TEST(Crc32, CombinedEqualsTheWholeRunsCrc) {
+  const auto bytes = random_bytes((size_t{3} << 20) + 7, 3);
+  const uint32_t whole = zlib_crc(bytes.data(), bytes.size());
+  for (size_t split : {size_t{0}, size_t{1}, size_t{4096}, size_t{1} << 20, bytes.size() - 1, bytes.size()}) {
+    const uint32_t first = acc::io::crc32(bytes.data(), split);
+    const uint32_t second = acc::io::crc32(bytes.data() + split, bytes.size() - split);
+    EXPECT_EQ(acc::io::combine_crc32(first, second, bytes.size() - split), whole) << "split at " << split;
+  }
+  // Three runs, folded left to right as a load folds its parts.
+  const size_t a = 1000, b = 2 << 20;
+  uint32_t folded = acc::io::combine_crc32(0, acc::io::crc32(bytes.data(), a), a);
+  folded = acc::io::combine_crc32(folded, acc::io::crc32(bytes.data() + a, b), b);
+  folded = acc::io::combine_crc32(folded, acc::io::crc32(bytes.data() + a + b, bytes.size() - a - b), bytes.size() - a - b);
+  EXPECT_EQ(folded, whole);
 }
 
 }  // namespace

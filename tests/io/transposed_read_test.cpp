@@ -3,7 +3,8 @@
 // element: ranges starting and ending mid-row, single rows, the whole matrix, both ways of
 // reading (whole stored rows, or each stored row's columns), and matrices wider than one block.
 // The same ranges served by PieceReader::verify_all from the chunks it reads for a checksum
-// (transposed or not, chunks of several MB), and a damaged entry still failing its check.
+// (transposed or not, chunks of several MB), and a damaged entry still failing its check. Reads
+// beside the checks summed on the way: each sum the CRC-32 of the bytes summed_range() names.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -111,6 +112,49 @@ TEST(ReadTransposed, ReadsServedByTheChecksumPassAreThoseOfAPlainRead) {
   std::vector<float> whole(static_cast<size_t>(n));
   acc::checkpoint::PieceReader files(dir, manifest);
   EXPECT_THROW(files.verify_all({&piece}, {{&piece, 0, n, whole.data()}}), acc::Error);
+}
+
+// Reads that are not checked here sum what they read, for a load's shared check
+// (SharedCheck): a read of a plain entry sums its own range (cut into 16 MB parts, their sums
+// combined), a transposed read in whole stored rows sums the whole entry, and one of parts of
+// stored rows cannot sum anything.
+TEST(ReadTransposed, ReadsBesideTheChecksSumWhatTheyRead) {
+  const fs::path dir = acc::test::fresh_dir("summed_reads");
+  const Stored m = write_stored(dir, 1500, 3001);  // 18 MB: a whole read is two parts
+  const Stored wide = write_stored(dir, 100, 9000);
+  const int64_t n = m.cols * m.rows;
+  acc::checkpoint::Manifest manifest;
+  for (const Stored* s : {&m, &wide}) manifest.files[s->file.filename().string()] = fs::file_size(s->file);
+  const acc::checkpoint::PieceRecord plain{m.file.filename().string(), "w", 0, n, m.crc, false};
+  const acc::checkpoint::PieceRecord transposed{m.file.filename().string(), "w", 0, n, m.crc, true};
+  const acc::checkpoint::PieceRecord wide_transposed{wide.file.filename().string(), "w", 0, wide.cols * wide.rows,
+                                                     wide.crc, true};
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n / 3)), c(static_cast<size_t>(n / 2 + 5)),
+      d(static_cast<size_t>(wide.cols));
+  const std::vector<acc::checkpoint::PieceReader::Read> reads = {{&plain, 0, n, a.data()},
+                                                                 {&plain, n / 3 + 1, n / 3, b.data()},
+                                                                 {&transposed, n / 4 + 3, n / 2 + 5, c.data()},
+                                                                 {&wide_transposed, 0, wide.cols, d.data()}};
+  acc::checkpoint::PieceReader files(dir, manifest);
+  EXPECT_EQ(files.summed_range(reads[0]), std::pair(int64_t{0}, n));
+  EXPECT_EQ(files.summed_range(reads[1]), std::pair(n / 3 + 1, n / 3 + 1 + n / 3));
+  EXPECT_EQ(files.summed_range(reads[2]), std::pair(int64_t{0}, n));  // whole stored rows
+  EXPECT_EQ(files.summed_range(reads[3]), std::nullopt);              // one column of each
+  const auto sums = files.verify_all({}, reads, {true, true, true, false});
+  ASSERT_EQ(sums.size(), 4u);
+  // The stored values are 0, 1, 2, ...: the CRC of a range is that of those floats.
+  auto crc_of = [](int64_t first, int64_t count) {
+    std::vector<float> v(static_cast<size_t>(count));
+    std::iota(v.begin(), v.end(), static_cast<float>(first));
+    return acc::io::crc32(v.data(), v.size() * sizeof(float));
+  };
+  EXPECT_EQ(sums[0], m.crc);
+  EXPECT_EQ(sums[1], crc_of(n / 3 + 1, n / 3));
+  EXPECT_EQ(sums[2], m.crc);
+  EXPECT_EQ(sums[3], 0u);
+  EXPECT_EQ(a[static_cast<size_t>(n - 1)], expected(m, false, 0, n - 1));
+  EXPECT_EQ(c[0], expected(m, true, n / 4 + 3, 0));
+  EXPECT_EQ(d[7], expected(wide, true, 0, 7));
 }
 
 }  // namespace

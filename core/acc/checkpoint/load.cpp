@@ -1,6 +1,8 @@
 // load_state: every rank plans the element ranges it needs from whichever files hold them,
 // verifies those files (sizes, checksums) and the manifest against its model, and only once
-// every rank has found nothing wrong does any rank change its state.
+// every rank has found nothing wrong does any rank change its state (but for a resume's
+// parameters, read in place). The checksums are shared out (SharedCheck): what the ranks read
+// while checking, they sum on the way, so those bytes come off the disk once.
 #include <algorithm>
 #include <map>
 
@@ -10,6 +12,7 @@
 #include "acc/checkpoint/layout.h"
 #include "acc/checkpoint/manifest.h"
 #include "acc/checkpoint/piece_reader.h"
+#include "acc/checkpoint/shared_check.h"
 #include "acc/distributed/agreement.h"
 #include "acc/memory/prefault.h"
 #include "acc/models/checkpoint.h"
@@ -49,8 +52,10 @@ struct Read {
 };
 struct Target {
   Tensor dst;  // f32, contiguous; bound once loading is certain for optimizer state
-  // dst is a new tensor, not yet the optimizer's: read while the checksums are checked.
-  bool fresh = false;
+  // Read while the files are checked (else once every check has passed): a new tensor, not
+  // yet the optimizer's, or a parameter read in place by a resume.
+  bool early = false;
+  bool fresh = false;  // dst is new memory, faulted in ahead of the reads
   std::vector<Read> reads;
 };
 
@@ -101,23 +106,29 @@ struct Plan {
     for (auto& s : states)
       for (auto& t : s.tensors) f(t);
   }
-  // The reads of the fresh targets, or of the others.
-  std::vector<PieceReader::Read> reads(bool fresh) {
+  // The reads done while the files are checked, or of the others.
+  std::vector<PieceReader::Read> reads(bool early) {
     std::vector<PieceReader::Read> out;
     for_each_target([&](Target& t) {
-      if (t.fresh == fresh)
+      if (t.early == early)
         for (const auto& r : t.reads) out.push_back({r.piece, r.entry_at, r.count, t.dst.data<float>() + r.at, t.dst.storage()->tier()});
     });
     return out;
   }
 };
 
-Plan plan_load(const Manifest& manifest, const TrainingState& state) {
+// `params_in_place`: the parameters are read while the files are checked (a resume).
+Plan plan_load(const Manifest& manifest, const TrainingState& state, bool params_in_place) {
   Plan plan;
   const auto pieces = state.model->parameter_pieces();
   for (const auto& piece : pieces) {
     Target t = plan_target(manifest, piece.name, piece);
     t.dst = piece.master;
+    // A resume reads the parameters into place while it checks the files: reading them again
+    // after the checks cost GPT-2 small's FULL load at one rank a quarter of its time, and a
+    // staging copy in new memory more (its first touch). A file-tier master is read through
+    // its file after the checks.
+    t.early = params_in_place && piece.master.storage()->tier() != memory::Tier::file;
     plan.params.push_back(std::move(t));
     if (piece.compute.defined()) plan.compute_copies.emplace_back(piece.compute, piece.master);
   }
@@ -146,7 +157,7 @@ Plan plan_load(const Manifest& manifest, const TrainingState& state) {
       auto fresh = opt->unbound_state(fill.slot.group, fill.slot.index);
       for (size_t k = 0; k < fresh.size(); ++k) {
         fill.tensors[k].dst = std::move(fresh[k]);
-        fill.tensors[k].fresh = true;
+        fill.tensors[k].early = fill.tensors[k].fresh = true;
       }
     }
     plan.states.push_back(std::move(fill));
@@ -162,38 +173,23 @@ void refill_copy(Tensor& copy, const Tensor& master) {
                  [&](const Tensor& block, int64_t at) { flat.narrow(at, block.numel()).copy_(block); });
 }
 
-// This rank's share of checking the checkpoint: every piece the load reads (on any rank), each
-// given to one rank. Each byte is then checked once across the job, not once by every rank
-// that reads it (all of them, for the model file of a FULL_STATE_DICT checkpoint). The pieces
-// of a shard file written by a rank of this same world size go to that rank: a load by the
-// same strategy reads exactly them, so their check and their reads are one pass. The others go
-// largest first to the rank with the fewest bytes so far.
-std::vector<const PieceRecord*> verify_share(const Manifest& manifest, bool with_optimizer, int rank, int world) {
-  std::map<std::string, int> writer;
-  if (manifest.world_size == world)
-    for (int r = 0; r < world; ++r) writer[shard_file_name(r, world)] = r;
-  std::vector<int64_t> assigned(static_cast<size_t>(world), 0);
-  std::vector<const PieceRecord*> mine, others;
+// The optimizer holds no state yet: a resume, whose model was only just initialised.
+bool before_first_step(const optim::Optimizer& opt) {
+  for (size_t g = 0; g < opt.param_groups().size(); ++g)
+    for (size_t i = 0; i < opt.param_groups()[g].params.size(); ++i)
+      if (!opt.state(g, i).tensors.empty()) return false;
+  return true;
+}
+
+// Every piece a load needs intact: all of the checkpoint's, or its parameters' without an
+// optimizer. The same list on every rank.
+std::vector<const PieceRecord*> needed_pieces(const Manifest& manifest, bool with_optimizer) {
+  std::vector<const PieceRecord*> out;
   for (const auto& [key, rec] : manifest.tensors) {
     if (!with_optimizer && is_optimizer_key(key)) continue;
-    for (const auto& piece : rec.pieces) {
-      const auto it = writer.find(piece.file);
-      if (it == writer.end()) {
-        others.push_back(&piece);
-        continue;
-      }
-      assigned[static_cast<size_t>(it->second)] += piece.count;
-      if (it->second == rank) mine.push_back(&piece);
-    }
+    for (const auto& piece : rec.pieces) out.push_back(&piece);
   }
-  std::stable_sort(others.begin(), others.end(),
-                   [](const PieceRecord* a, const PieceRecord* b) { return a->count > b->count; });
-  for (const PieceRecord* piece : others) {
-    const auto least = std::min_element(assigned.begin(), assigned.end());
-    *least += piece->count;
-    if (least - assigned.begin() == rank) mine.push_back(piece);
-  }
-  return mine;
+  return out;
 }
 
 // The fresh targets' memory in the order the checks of `checked` fill it (reads of other pieces
@@ -231,18 +227,41 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   Manifest manifest;
   Plan plan;
   std::optional<PieceReader> files;
+  std::vector<PieceReader::Read> early;                // the reads done while checking
+  std::vector<std::optional<SharedCheck::Run>> runs;  // per early read, what it can sum
+  const bool resume = state.optimizer && before_first_step(*state.optimizer);
   try {
     manifest = read_manifest(dir);
     check_same_model(manifest, *state.model);
-    plan = plan_load(manifest, state);
+    plan = plan_load(manifest, state, resume);
     files.emplace(dir, manifest);
-    const auto checked = verify_share(manifest, state.optimizer != nullptr, group.rank(), group.size());
-    memory::Prefault prefault(fresh_memory(plan, checked));
-    files->verify_all(checked, plan.reads(true));
+    early = plan.reads(true);
+    for (const auto& read : early) {  // also opens the files they read, checking their sizes
+      const auto range = files->summed_range(read);
+      runs.push_back(range ? std::optional<SharedCheck::Run>({read.piece, range->first, range->second}) : std::nullopt);
+    }
   } catch (...) {
     error = std::current_exception();
   }
   dist::raise_if_any_failed(group, what + "nothing was loaded", error);
+  const SharedCheck check(group, needed_pieces(manifest, state.optimizer != nullptr), runs);
+  std::vector<uint32_t> sums;
+  try {
+    memory::Prefault prefault(fresh_memory(plan, check.whole()));
+    sums = files->verify_all(check.whole(), early, check.summed());
+  } catch (...) {
+    error = std::current_exception();
+  }
+  sums.resize(early.size());
+  try {
+    check.compare(group, sums, !error);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  dist::raise_if_any_failed(group, what + (resume ? "the optimizer is as it was, the model's parameters are not (a "
+                                                    "load before the first optimizer step reads them in place)"
+                                                  : "nothing was loaded"),
+                            error);
 
   try {
     for (auto& fill : plan.states) {

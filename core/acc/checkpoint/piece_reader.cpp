@@ -57,6 +57,12 @@ void in_parallel(size_t n, const std::function<void(size_t)>& job) {
   if (first) std::rethrow_exception(first);
 }
 
+const Shape& stored_matrix(const io::SafetensorsReader& r, const PieceRecord& piece) {
+  const Shape& stored = r.entry(piece.entry).shape;
+  ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
+  return stored;
+}
+
 }  // namespace
 
 const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
@@ -74,7 +80,8 @@ const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
   return opened;
 }
 
-void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces, const std::vector<Read>& reads) {
+std::vector<uint32_t> PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces,
+                                              const std::vector<Read>& reads, const std::vector<bool>& sum) {
   std::vector<std::pair<const io::SafetensorsReader*, const PieceRecord*>> todo;
   for (const PieceRecord* piece : pieces)
     if (verified_.insert(piece->file + '\n' + piece->entry).second) todo.emplace_back(&reader(piece->file), piece);
@@ -92,21 +99,44 @@ void PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces, cons
   for (size_t i = 0; i < todo.size(); ++i) checked_at[todo[i].second] = i;
   std::vector<std::vector<Read>> served(todo.size());
   std::vector<Read> rest;
-  for (const Read& read : reads) {
-    const auto it = checked_at.find(read.piece);
-    if (it == checked_at.end())
-      rest.push_back(read);
-    else
-      served[it->second].push_back(read);
+  std::vector<size_t> rest_of;  // the index in `reads` of each of `rest`
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const auto it = checked_at.find(reads[i].piece);
+    if (it != checked_at.end()) {
+      served[it->second].push_back(reads[i]);
+    } else {
+      rest.push_back(reads[i]);
+      rest_of.push_back(i);
+    }
   }
   const auto others = parts(rest);
+  auto wanted = [&](const Part& p) { return rest_of[p.of] < sum.size() && sum[rest_of[p.of]]; };
+  std::vector<uint32_t> part_crc(others.size(), 0);
   in_parallel(todo.size() + others.size(), [&](size_t i) {
     if (i < todo.size()) {
       check_crc(*todo[i].first, *todo[i].second, served[i]);
     } else {
-      read_part(others[i - todo.size()]);
+      const Part& p = others[i - todo.size()];
+      read_part(p.read, wanted(p) ? &part_crc[i - todo.size()] : nullptr);
     }
   });
+  // A read's sum from its parts', in order.
+  std::vector<uint32_t> crc(reads.size(), 0);
+  for (size_t i = 0; i < others.size(); ++i)
+    if (wanted(others[i])) {
+      uint32_t& c = crc[rest_of[others[i].of]];
+      const auto [first, end] = *summed_range(others[i].read);
+      c = io::combine_crc32(c, part_crc[i], static_cast<size_t>(end - first) * sizeof(float));
+    }
+  return crc;
+}
+
+std::optional<std::pair<int64_t, int64_t>> PieceReader::summed_range(const Read& read) {
+  reader(read.piece->file);  // opened (its size checked) before anything is read
+  if (!read.piece->transposed) return std::pair(read.entry_at, read.entry_at + read.count);
+  const Shape& stored = stored_matrix(reader(read.piece->file), *read.piece);
+  if (!reads_whole_rows(stored[0], stored[1], read.entry_at, read.count)) return std::nullopt;
+  return std::pair(int64_t{0}, read.piece->count);
 }
 
 namespace {
@@ -137,12 +167,6 @@ void scatter_stored_rows(const float* block, int64_t width, int64_t origin, int6
 int64_t rows_per_block(int64_t width) {
   constexpr int64_t kBlockBytes = 512 << 10;
   return std::clamp<int64_t>(kBlockBytes / (width * static_cast<int64_t>(sizeof(float))), 1, 64);
-}
-
-const Shape& stored_matrix(const io::SafetensorsReader& r, const PieceRecord& piece) {
-  const Shape& stored = r.entry(piece.entry).shape;
-  ACC_CHECK(stored.size() == 2, piece.file, ": \"", piece.entry, "\" is stored transposed but is not 2-d");
-  return stored;
 }
 
 }  // namespace
@@ -207,30 +231,32 @@ std::vector<SourceRun> source_runs(const TensorRecord& rec) {
   return out;
 }
 
-void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst) {
+void PieceReader::read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst, uint32_t* crc) {
   const auto& r = reader(piece.file);
   if (!piece.transposed) {
     r.read_range_into(piece.entry, entry_at, entry_at + count, dst);
+    if (crc) *crc = io::crc32(dst, static_cast<size_t>(count) * sizeof(float));
     return;
   }
   const Shape& stored = stored_matrix(r, piece);
-  read_transposed(r, piece.entry, stored[0], stored[1], entry_at, count, dst);
+  read_transposed(r, piece.entry, stored[0], stored[1], entry_at, count, dst, crc);
 }
 
-std::vector<PieceReader::Read> PieceReader::parts(const std::vector<Read>& reads) {
-  std::vector<Read> out;
-  for (const Read& r : reads) {
+std::vector<PieceReader::Part> PieceReader::parts(const std::vector<Read>& reads) {
+  std::vector<Part> out;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const Read& r = reads[i];
     reader(r.piece->file);  // open every file here: the threads only look them up
     const int64_t step = r.piece->transposed ? r.count : kChunk;
     for (int64_t at = 0; at < r.count; at += step)
-      out.push_back({r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at, r.tier});
+      out.push_back({{r.piece, r.entry_at + at, std::min(step, r.count - at), r.dst + at, r.tier}, i});
   }
   return out;
 }
 
-void PieceReader::read_part(const Read& part) {
+void PieceReader::read_part(const Read& part, uint32_t* crc) {
   if (part.tier != memory::Tier::file) {
-    read(*part.piece, part.entry_at, part.count, part.dst);
+    read(*part.piece, part.entry_at, part.count, part.dst, crc);
     return;
   }
   // Through the file, not the mapping (a transposed entry is turned back in the buffer):
@@ -238,40 +264,50 @@ void PieceReader::read_part(const Read& part) {
   // Optimizer::update_streaming found).
   memory::CategoryScope scope(memory::Category::checkpoint);
   const Tensor buffer = Tensor::empty({part.count});
-  read(*part.piece, part.entry_at, part.count, buffer.data<float>());
+  read(*part.piece, part.entry_at, part.count, buffer.data<float>(), crc);
   memory::write_block(part.dst, static_cast<size_t>(part.count) * sizeof(float), buffer.data<float>(), part.tier);
 }
 
 void PieceReader::read_all(const std::vector<Read>& reads) {
   const auto todo = parts(reads);
-  in_parallel(todo.size(), [&](size_t i) { read_part(todo[i]); });
+  in_parallel(todo.size(), [&](size_t i) { read_part(todo[i].read); });
+}
+
+bool reads_whole_rows(int64_t cols, int64_t rows, int64_t entry_at, int64_t count) {
+  // Whole stored rows when most of each row is needed or the part not needed is short (copying
+  // 16 KiB costs about one system call here: a quarter of GPT-2's 768-wide mlp.c_proj took
+  // 3072 reads of 768 bytes a block); otherwise one read per stored row of just its columns.
+  constexpr int64_t kSkipBytes = 16 << 10;
+  const int64_t first = entry_at / cols, last = (entry_at + count + cols - 1) / cols;
+  return 2 * (last - first) >= rows || (rows - (last - first)) * static_cast<int64_t>(sizeof(float)) <= kSkipBytes;
 }
 
 void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
-                     int64_t entry_at, int64_t count, float* dst) {
+                     int64_t entry_at, int64_t count, float* dst, uint32_t* crc) {
   // acc's element (i, j) of [rows, cols] is the stored (j, i). The range crosses acc's rows
   // [first, last): columns of the stored matrix, read a block of stored rows at a time into a
   // buffer that stays in cache and written out transposed, each acc row's part of the block
-  // being contiguous in dst. Whole stored rows, in one read per block, when most of each row is
-  // needed or the part not needed is short (copying 16 KiB costs about one system call here: a
-  // quarter of GPT-2's 768-wide mlp.c_proj took 3072 reads of 768 bytes a block); otherwise one
-  // read per stored row of just the columns [first, last).
-  constexpr int64_t kSkipBytes = 16 << 10;
+  // being contiguous in dst. Whole stored rows in one read per block (reads_whole_rows), so in
+  // file order: summed on the way when asked; otherwise one read per stored row of just the
+  // columns [first, last).
   const int64_t end = entry_at + count;
   const int64_t first = entry_at / cols, last = (end + cols - 1) / cols;
-  const bool whole_rows =
-      2 * (last - first) >= rows || (rows - (last - first)) * static_cast<int64_t>(sizeof(float)) <= kSkipBytes;
+  const bool whole_rows = reads_whole_rows(cols, rows, entry_at, count);
+  ACC_CHECK(!crc || whole_rows, entry, ": a transposed read of parts of stored rows cannot be summed");
   const int64_t width = whole_rows ? rows : last - first;  // elements buffered per stored row
   const int64_t origin = whole_rows ? 0 : first;            // the stored column buffered first
   const int64_t block = rows_per_block(width);
   std::vector<float> buffer(static_cast<size_t>(block * width));
+  if (crc) *crc = 0;
   for (int64_t j0 = 0; j0 < cols; j0 += block) {
     const int64_t j1 = std::min(cols, j0 + block);
-    if (whole_rows)
+    if (whole_rows) {
       r.read_range_into(entry, j0 * rows, j1 * rows, buffer.data());
-    else
+      if (crc) *crc = io::crc32(buffer.data(), static_cast<size_t>((j1 - j0) * rows) * sizeof(float), *crc);
+    } else {
       for (int64_t j = j0; j < j1; ++j)
         r.read_range_into(entry, j * rows + first, j * rows + last, buffer.data() + (j - j0) * width);
+    }
     scatter_stored_rows(buffer.data(), width, origin, j0, j1, cols, entry_at, end, dst);
   }
 }

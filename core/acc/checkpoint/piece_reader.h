@@ -5,6 +5,7 @@
 // acc::checkpoint (load_state, merge_weights).
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,10 +49,18 @@ class PieceReader {
   // `reads` are done on the way: those of a piece checked here from the chunks read for its
   // checksum (so those bytes come off the disk once), the others beside the checks. Their
   // destinations hold whatever was read when a check fails: fresh tensors, not the model.
-  void verify_all(const std::vector<const PieceRecord*>& pieces, const std::vector<Read>& reads = {});
+  // Returned: per read, the CRC-32 of the bytes summed_range() names, where `sum` asks for it
+  // (a read beside the checks that summed_range() allows), else 0.
+  std::vector<uint32_t> verify_all(const std::vector<const PieceRecord*>& pieces,
+                                   const std::vector<Read>& reads = {}, const std::vector<bool>& sum = {});
+  // The bytes of its entry a read takes in file order, as elements [first, second), when that
+  // is one run it can sum on the way: the read's own range, or for a transposed entry read in
+  // whole stored rows (read_transposed) the whole entry; else nothing. Opens its file.
+  std::optional<std::pair<int64_t, int64_t>> summed_range(const Read& read);
   // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
   // layout: of a transposed entry, turned back on the way, read_transposed).
-  void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst);
+  // With `crc`, also the CRC-32 of summed_range()'s bytes (a read that has one).
+  void read(const PieceRecord& piece, int64_t entry_at, int64_t count, float* dst, uint32_t* crc = nullptr);
   // Many read()s over the thread pool, the long ones of untransposed entries cut into 16 MB
   // parts: a load's reads.
   void read_all(const std::vector<Read>& reads);
@@ -61,10 +70,15 @@ class PieceReader {
   // The checksum comparison of one piece, on a reader already open, serving `reads` (all of
   // this piece) from its chunks: safe on several threads.
   void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece, const std::vector<Read>& reads) const;
-  // `reads` cut into parts of at most 16 MB (a transposed one stays whole), files opened.
-  std::vector<Read> parts(const std::vector<Read>& reads);
+  // `reads` cut into parts of at most 16 MB (a transposed one stays whole), files opened; each
+  // part knows the read it is of.
+  struct Part {
+    Read read;
+    size_t of = 0;
+  };
+  std::vector<Part> parts(const std::vector<Read>& reads);
   // One such part: read(), through a buffer for a file-tier destination.
-  void read_part(const Read& part);
+  void read_part(const Read& part, uint32_t* crc = nullptr);
 
   std::filesystem::path dir_;
   const Manifest& manifest_;
@@ -77,7 +91,10 @@ class PieceReader {
 // Reads only the stored rows' columns the range crosses (whole stored rows when that is most of
 // them, or when what each row's read would skip is at most 16 KiB), through a buffer of at most
 // 64 stored rows: no allocation of the matrix's size.
+// With `crc` (only for a read that reads_whole_rows()), also the CRC-32 of the whole entry.
 void read_transposed(const io::SafetensorsReader& r, const std::string& entry, int64_t cols, int64_t rows,
-                     int64_t entry_at, int64_t count, float* dst);
+                     int64_t entry_at, int64_t count, float* dst, uint32_t* crc = nullptr);
+// Whether read_transposed reads that range in whole stored rows (all of them).
+bool reads_whole_rows(int64_t cols, int64_t rows, int64_t entry_at, int64_t count);
 
 }  // namespace acc::checkpoint

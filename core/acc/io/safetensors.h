@@ -73,6 +73,10 @@ class SafetensorsWriter {
 
 // CRC-32 (the zlib / PNG polynomial) of `bytes` bytes, continuing from `crc`.
 uint32_t crc32(const void* data, size_t bytes, uint32_t crc = 0);
+// The CRC-32 of two runs of bytes end to end, from each one's CRC-32 and the second's length
+// (zlib's crc32_combine, a macro there): ranks that read parts of a file check it whole
+// without rereading it.
+uint32_t combine_crc32(uint32_t first, uint32_t second, size_t second_bytes);
 
 // Reads and validates every tensor of the file.
 std::map<std::string, Tensor> load_safetensors(const std::filesystem::path& path);

@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <isa-l/crc.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,10 @@ namespace acc::io {
 // faster than zlib; tests/io/crc32_test.cpp checks it against zlib.
 uint32_t crc32(const void* data, size_t bytes, uint32_t crc) {
   return crc32_gzip_refl(crc, static_cast<const unsigned char*>(data), bytes);
+}
+
+uint32_t combine_crc32(uint32_t first, uint32_t second, size_t second_bytes) {
+  return static_cast<uint32_t>(crc32_combine(first, second, static_cast<z_off_t>(second_bytes)));
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "../fsdp/fsdp_fixtures.h"
 #include "../spmd/spmd_fixtures.h"
 #include "acc/checkpoint/checkpoint.h"
+#include "acc/io/safetensors.h"
 #include "acc/models/checkpoint.h"
 #include "support/test_support.h"
 #include "trainer.h"
@@ -213,21 +214,30 @@ class Damaged : public ::testing::Test {
   std::filesystem::path dir() const { return tmp_.path() / "step"; }
   // Runs `damage` on rank 0, then expects loading into a fresh trainer (after `steps` of its
   // own) to fail with `message` on every rank and leave that trainer's parameters and optimizer
-  // state as they were.
+  // state as they were: all of it when the damage is found before anything is read, the
+  // optimizer state alone when it is found by the checksums of the bytes read and the
+  // optimizer had not stepped (a resume reads the parameters in place while it checks).
   void expect_load_fails(const std::function<void()>& damage, const std::string& message,
-                         const std::string& kind = "gpt2", int steps = 0) {
+                         const std::string& kind = "gpt2", int steps = 0, bool found_by_reading = false) {
     if (world().rank() == 0) damage();
     world().barrier();
     Trainer fresh(kind, strategy_config("FULL_SHARD", kind), 3);
     fresh.train(steps);
     const auto before = fresh.local_values();
+    const bool in_place = found_by_reading && steps == 0;
     try {
       fresh.load(dir());
       ADD_FAILURE() << "loading succeeded; expected an error containing: " << message;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(in_place ? "the model's parameters are not" : "nothing was loaded"),
+                std::string::npos)
+          << e.what();
     }
-    EXPECT_EQ(fresh.local_values(), before) << "a failed load changed the model";
+    const auto after = fresh.local_values();
+    const size_t params = in_place ? fresh.model().parameter_pieces().size() : 0;
+    EXPECT_TRUE(std::equal(before.begin() + params, before.end(), after.begin() + params, after.end()))
+        << "a failed load changed the " << (in_place ? "optimizer" : "model or the optimizer");
   }
   std::filesystem::path shard(int rank) const {
     char name[64];
@@ -259,10 +269,42 @@ TEST_F(Damaged, AlteredByte) {
         f.seekp(-8, std::ios::end);
         f.write(&c, 1);
       },
-      "does not match its checksum");
+      "does not match its checksum", "gpt2", 0, true);
   // The optimizer state above had none yet (its tensors are new, read while the files are
-  // checked); here it has some (read into place after the checks).
-  expect_load_fails([] {}, "does not match its checksum", "gpt2", 1);
+  // checked, and the parameters are read in place); here it has some (both read into place
+  // after the checks).
+  expect_load_fails([] {}, "does not match its checksum", "gpt2", 1, true);
+}
+
+// FULL_STATE_DICT's model.safetensors holds each parameter whole, and a resume has every rank
+// read (and sum) its own part of the embedding: no rank reads it whole, and the check is those
+// parts' sums combined. A byte altered in the part of the last rank fails it.
+TEST_F(Damaged, AlteredByteInAnEntryEveryRankReadsAPartOf) {
+  Config full = strategy_config("FULL_SHARD", "gpt2");
+  full.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+  Trainer writer("gpt2", full);
+  writer.train(1);
+  writer.save(dir());
+  expect_load_fails(
+      [&] {
+        const auto file = dir() / "model.safetensors";
+        uint64_t at = 0;
+        {
+          const io::SafetensorsReader reader(file);
+          std::ifstream in(file, std::ios::binary);
+          uint64_t header = 0;
+          in.read(reinterpret_cast<char*>(&header), sizeof header);
+          at = 8 + header + reader.entry("transformer.wte.weight").end - 2;  // its last element's high bytes
+        }
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(at));
+        char c = 0;
+        f.read(&c, 1);
+        c = static_cast<char>(c ^ 0x40);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.write(&c, 1);
+      },
+      "model.safetensors: \"transformer.wte.weight\" does not match its checksum", "gpt2", 0, true);
 }
 
 TEST_F(Damaged, AnotherModel) {
