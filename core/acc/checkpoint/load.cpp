@@ -173,8 +173,11 @@ void refill_copy(Tensor& copy, const Tensor& master) {
                  [&](const Tensor& block, int64_t at) { flat.narrow(at, block.numel()).copy_(block); });
 }
 
-// The optimizer holds no state yet: a resume, whose model was only just initialised.
+// The optimizer has not stepped and holds no state: a resume, whose model was only just
+// initialised. (The step count is what every rank agrees on; an optimizer without state, SGD
+// without momentum, has stepped when it says so.)
 bool before_first_step(const optim::Optimizer& opt) {
+  if (opt.steps_taken() != 0) return false;
   for (size_t g = 0; g < opt.param_groups().size(); ++g)
     for (size_t i = 0; i < opt.param_groups()[g].params.size(); ++i)
       if (!opt.state(g, i).tensors.empty()) return false;
@@ -192,8 +195,8 @@ std::vector<const PieceRecord*> needed_pieces(const Manifest& manifest, bool wit
   return out;
 }
 
-// The fresh targets' memory in the order the checks of `checked` fill it (reads of other pieces
-// last): faulted in on a second thread while the checks wait on the disk. File-tier targets are
+// The fresh targets' memory in the order the checks of `checked` fill it (the reads beside the
+// checks last, in their order): faulted in on a second thread while the reads wait on the disk. File-tier targets are
 // left alone (faulting them in would read their files).
 std::vector<memory::Prefault::Region> fresh_memory(Plan& plan, const std::vector<const PieceRecord*>& checked) {
   std::map<const PieceRecord*, size_t> order;
@@ -230,13 +233,18 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   std::vector<PieceReader::Read> early;                // the reads done while checking
   std::vector<std::optional<SharedCheck::Run>> runs;  // per early read, what it can sum
   const bool resume = state.optimizer && before_first_step(*state.optimizer);
+  std::vector<const PieceRecord*> needed;
   try {
     manifest = read_manifest(dir);
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state, resume);
     files.emplace(dir, manifest);
+    // Every file opened, its size and entries checked, before anything is read: a missing or
+    // truncated file changes nothing, a resume's parameters included.
+    needed = needed_pieces(manifest, state.optimizer != nullptr);
+    files->open(needed);
     early = plan.reads(true);
-    for (const auto& read : early) {  // also opens the files they read, checking their sizes
+    for (const auto& read : early) {
       const auto range = files->summed_range(read);
       runs.push_back(range ? std::optional<SharedCheck::Run>({read.piece, range->first, range->second}) : std::nullopt);
     }
@@ -244,7 +252,7 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     error = std::current_exception();
   }
   dist::raise_if_any_failed(group, what + "nothing was loaded", error);
-  const SharedCheck check(group, needed_pieces(manifest, state.optimizer != nullptr), runs);
+  const SharedCheck check(group, needed, runs);
   std::vector<uint32_t> sums;
   try {
     memory::Prefault prefault(fresh_memory(plan, check.whole()));
@@ -258,10 +266,12 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   } catch (...) {
     error = std::current_exception();
   }
-  dist::raise_if_any_failed(group, what + (resume ? "the optimizer is as it was, the model's parameters are not (a "
-                                                    "load before the first optimizer step reads them in place)"
-                                                  : "nothing was loaded"),
-                            error);
+  bool in_place = false;  // parameters were read while checking
+  for (const Target& t : plan.params) in_place = in_place || t.early;
+  const char* outcome = in_place ? "the optimizer is as it was, the model's parameters are not (a load before the "
+                                   "first optimizer step reads them in place)"
+                                 : "nothing was loaded";
+  dist::raise_if_any_failed(group, what + outcome, error);
 
   try {
     for (auto& fill : plan.states) {

@@ -76,8 +76,20 @@ const io::SafetensorsReader& PieceReader::reader(const std::string& file) {
   ACC_CHECK(size == expected->second, file, " has ", size, " bytes, the manifest says ",
             expected->second, " (truncated or replaced)");
   const auto& opened = readers_.emplace(file, io::SafetensorsReader(path)).first->second;
-  opened.expect_sequential_reads();  // the checks read every entry whole, in file order
+  opened.expect_sequential_reads();  // checks and reads go through the files in order
   return opened;
+}
+
+void PieceReader::check_entry(const io::SafetensorsReader& r, const PieceRecord& piece) {
+  ACC_CHECK(r.contains(piece.entry), piece.file, " has no entry \"", piece.entry, "\"");
+  const auto& e = r.entry(piece.entry);
+  ACC_CHECK(e.dtype == DType::f32 && e.numel() == piece.count, piece.file, ": \"", piece.entry,
+            "\" is ", dtype_name(e.dtype), shape_str(e.shape), ", the manifest says ",
+            piece.count, " f32 elements");
+}
+
+void PieceReader::open(const std::vector<const PieceRecord*>& pieces) {
+  for (const PieceRecord* piece : pieces) check_entry(reader(piece->file), *piece);
 }
 
 std::vector<uint32_t> PieceReader::verify_all(const std::vector<const PieceRecord*>& pieces,
@@ -132,7 +144,6 @@ std::vector<uint32_t> PieceReader::verify_all(const std::vector<const PieceRecor
 }
 
 std::optional<std::pair<int64_t, int64_t>> PieceReader::summed_range(const Read& read) {
-  reader(read.piece->file);  // opened (its size checked) before anything is read
   if (!read.piece->transposed) return std::pair(read.entry_at, read.entry_at + read.count);
   const Shape& stored = stored_matrix(reader(read.piece->file), *read.piece);
   if (!reads_whole_rows(stored[0], stored[1], read.entry_at, read.count)) return std::nullopt;
@@ -173,11 +184,8 @@ int64_t rows_per_block(int64_t width) {
 
 void PieceReader::check_crc(const io::SafetensorsReader& r, const PieceRecord& piece,
                             const std::vector<Read>& reads) const {
-  ACC_CHECK(r.contains(piece.entry), piece.file, " has no entry \"", piece.entry, "\"");
+  check_entry(r, piece);
   const auto& e = r.entry(piece.entry);
-  ACC_CHECK(e.dtype == DType::f32 && e.numel() == piece.count, piece.file, ": \"", piece.entry,
-            "\" is ", dtype_name(e.dtype), shape_str(e.shape), ", the manifest says ",
-            piece.count, " f32 elements");
   // A transposed entry is read in whole stored rows, so that its reads can be turned back.
   const int64_t row = piece.transposed ? stored_matrix(r, piece)[1] : 1;
   const int64_t chunk = std::max<int64_t>(1, kChunk / row) * row;

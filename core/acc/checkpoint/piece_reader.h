@@ -42,20 +42,24 @@ class PieceReader {
     // not its mapping.
     memory::Tier tier = memory::Tier::compute;
   };
+  // Opens the pieces' files and checks each file's size and each piece's entry (present, f32,
+  // its element count), reading nothing else: what a load finds wrong before it reads.
+  void open(const std::vector<const PieceRecord*>& pieces);
   // Reads each piece's entry once, in chunks (at most 16 MB held per thread), and compares its
   // checksum; the pieces in file order over the thread pool, the files opened first. An entry
   // already checked is not read again. Thrown: a file missing or of the wrong size, else the
   // first failed check in file order, else the first failed read.
   // `reads` are done on the way: those of a piece checked here from the chunks read for its
   // checksum (so those bytes come off the disk once), the others beside the checks. Their
-  // destinations hold whatever was read when a check fails: fresh tensors, not the model.
+  // destinations hold whatever was read when a check fails (new tensors, or a resume's
+  // parameters).
   // Returned: per read, the CRC-32 of the bytes summed_range() names, where `sum` asks for it
   // (a read beside the checks that summed_range() allows), else 0.
   std::vector<uint32_t> verify_all(const std::vector<const PieceRecord*>& pieces,
                                    const std::vector<Read>& reads = {}, const std::vector<bool>& sum = {});
   // The bytes of its entry a read takes in file order, as elements [first, second), when that
   // is one run it can sum on the way: the read's own range, or for a transposed entry read in
-  // whole stored rows (read_transposed) the whole entry; else nothing. Opens its file.
+  // whole stored rows (read_transposed) the whole entry; else nothing.
   std::optional<std::pair<int64_t, int64_t>> summed_range(const Read& read);
   // Elements [entry_at, entry_at + count) of the piece's entry to dst (f32, the tensor's own
   // layout: of a transposed entry, turned back on the way, read_transposed).
@@ -67,6 +71,8 @@ class PieceReader {
 
  private:
   const io::SafetensorsReader& reader(const std::string& file);
+  // The piece's entry is in its file as the manifest says (f32, piece.count elements).
+  static void check_entry(const io::SafetensorsReader& r, const PieceRecord& piece);
   // The checksum comparison of one piece, on a reader already open, serving `reads` (all of
   // this piece) from its chunks: safe on several threads.
   void check_crc(const io::SafetensorsReader& r, const PieceRecord& piece, const std::vector<Read>& reads) const;

@@ -39,7 +39,7 @@ SharedCheck::SharedCheck(dist::ProcessGroup& group, const std::vector<const Piec
   std::copy(mine.begin(), mine.end(), packed.data<int64_t>());
   const dist::Gathered gathered = dist::all_gather_uneven(group, packed);
   std::vector<std::vector<Declared>> declared(pieces.size());
-  std::vector<int64_t> reading(static_cast<size_t>(group.size()), 0);  // elements each rank sums
+  std::vector<int64_t> reading(static_cast<size_t>(group.size()), 0);  // elements each rank reads early
   const int64_t* q = gathered.all.data<int64_t>();
   for (size_t r = 0; r < gathered.counts.size(); ++r)
     for (int64_t k = 0; k < gathered.counts[r]; k += 4, q += 4) {
