@@ -196,8 +196,8 @@ std::vector<const PieceRecord*> needed_pieces(const Manifest& manifest, bool wit
 }
 
 // The fresh targets' memory in the order the checks of `checked` fill it (the reads beside the
-// checks last, in their order): faulted in on a second thread while the reads wait on the disk. File-tier targets are
-// left alone (faulting them in would read their files).
+// checks last, in their order): faulted in on a second thread while the reads wait on the
+// disk. File-tier targets are left alone (faulting them in would read their files).
 std::vector<memory::Prefault::Region> fresh_memory(Plan& plan, const std::vector<const PieceRecord*>& checked) {
   std::map<const PieceRecord*, size_t> order;
   for (size_t i = 0; i < checked.size(); ++i) order[checked[i]] = i;
@@ -239,11 +239,15 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state, resume);
     files.emplace(dir, manifest);
-    // Every file opened, its size and entries checked, before anything is read: a missing or
-    // truncated file changes nothing, a resume's parameters included.
     needed = needed_pieces(manifest, state.optimizer != nullptr);
-    files->open(needed);
     early = plan.reads(true);
+    // The files of what this rank reads early, and below of what it checks whole, opened and
+    // their sizes and entries checked before any rank reads anything: a missing or truncated
+    // file changes nothing, a resume's parameters included. (Each rank opens only those: a
+    // job of many ranks does not open every shard file on every rank.)
+    std::vector<const PieceRecord*> early_pieces;
+    for (const auto& read : early) early_pieces.push_back(read.piece);
+    files->open(early_pieces);
     for (const auto& read : early) {
       const auto range = files->summed_range(read);
       runs.push_back(range ? std::optional<SharedCheck::Run>({read.piece, range->first, range->second}) : std::nullopt);
@@ -253,6 +257,12 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   }
   dist::raise_if_any_failed(group, what + "nothing was loaded", error);
   const SharedCheck check(group, needed, runs);
+  try {
+    files->open(check.whole());
+  } catch (...) {
+    error = std::current_exception();
+  }
+  dist::raise_if_any_failed(group, what + "nothing was loaded", error);
   std::vector<uint32_t> sums;
   try {
     memory::Prefault prefault(fresh_memory(plan, check.whole()));
