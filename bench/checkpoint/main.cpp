@@ -480,6 +480,7 @@ int run(int argc, char** argv) {
   auto forget_optimizer_state = [&opt] {
     for (size_t g = 0; g < opt.param_groups().size(); ++g)
       for (size_t i = 0; i < opt.param_groups()[g].params.size(); ++i) opt.restore_state(g, i, false);
+    opt.set_steps_taken(0);  // a resume's optimizer has not stepped: the load reads the parameters in place
     memory::release_cached();
     ::malloc_trim(0);
   };
