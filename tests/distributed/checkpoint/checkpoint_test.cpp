@@ -25,8 +25,9 @@ class Resume : public ::testing::TestWithParam<Case> {};
 
 // Resuming changes no arithmetic: same world, same strategy, same reductions. So the losses
 // and parameters must be identical, not merely close; bf16 too, since the bf16 copies are
-// recomputed from the f32 masters exactly as the optimizer writes them.
-void expect_resume_bit_for_bit(const std::string& kind, const Config& config) {
+// recomputed from the f32 masters exactly as the optimizer writes them. The resumed run may
+// take `steps_before` steps of its own first (its optimizer then holds state).
+void expect_resume_bit_for_bit(const std::string& kind, const Config& config, int64_t steps_before = 0) {
   SharedTempDir tmp;
   const auto dir = tmp.path() / "step";
 
@@ -35,6 +36,7 @@ void expect_resume_bit_for_bit(const std::string& kind, const Config& config) {
     if (step == kK) straight.save(dir);
   });
   Trainer resumed(kind, config, /*seed=*/99);  // another init: the load must replace it all
+  resumed.train(steps_before);
   resumed.load(dir);
   EXPECT_EQ(resumed.position().step, kK);
   const auto rest = resumed.train(kK);
@@ -49,6 +51,18 @@ TEST_P(Resume, ContinuesBitForBit) {
   Config config = strategy_config(strategy, "gpt2", bf16);
   if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
   expect_resume_bit_for_bit("gpt2", config);
+}
+
+// A load into a run that has stepped reads everything once the checks have passed (a resume
+// reads its parameters and optimizer state while checking): sharded, and FULL with the Conv1D
+// weights turned back from model.safetensors' transposed layout in that second pass.
+TEST(Checkpoint, LoadsIntoARunThatHasStepped) {
+  for (const bool full : {false, true}) {
+    Config config = strategy_config("FULL_SHARD", "gpt2");
+    if (full) config.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+    SCOPED_TRACE(full ? "FULL_STATE_DICT" : "SHARDED_STATE_DICT");
+    expect_resume_bit_for_bit("gpt2", config, 1);
+  }
 }
 
 // The masters and optimizer state in files (fsdp_offload_dir): saved from the files through a
@@ -239,6 +253,33 @@ class Damaged : public ::testing::Test {
     EXPECT_TRUE(std::equal(before.begin() + params, before.end(), after.begin() + params, after.end()))
         << "a failed load changed the " << (in_place ? "optimizer" : "model or the optimizer");
   }
+  // A FULL_STATE_DICT checkpoint of a trainer one step on, over the one SetUp saved.
+  void save_full() {
+    Config full = strategy_config("FULL_SHARD", "gpt2");
+    full.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
+    Trainer writer("gpt2", full);
+    writer.train(1);
+    writer.save(dir());
+  }
+  // One byte of model.safetensors' `entry` altered: its last element's high bytes.
+  void alter_full_model(const std::string& entry) const {
+    const auto file = dir() / "model.safetensors";
+    uint64_t at = 0;
+    {
+      const io::SafetensorsReader reader(file);
+      std::ifstream in(file, std::ios::binary);
+      uint64_t header = 0;
+      in.read(reinterpret_cast<char*>(&header), sizeof header);
+      at = 8 + header + reader.entry(entry).end - 2;
+    }
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(&c, 1);
+  }
   std::filesystem::path shard(int rank) const {
     char name[64];
     std::snprintf(name, sizeof name, "shard-%05d-of-%05d.safetensors", rank, world().size());
@@ -280,31 +321,20 @@ TEST_F(Damaged, AlteredByte) {
 // read (and sum) its own part of the embedding: no rank reads it whole, and the check is those
 // parts' sums combined. A byte altered in the part of the last rank fails it.
 TEST_F(Damaged, AlteredByteInAnEntryEveryRankReadsAPartOf) {
-  Config full = strategy_config("FULL_SHARD", "gpt2");
-  full.dist.fsdp.state_dict_type = StateDictType::FULL_STATE_DICT;
-  Trainer writer("gpt2", full);
-  writer.train(1);
-  writer.save(dir());
-  expect_load_fails(
-      [&] {
-        const auto file = dir() / "model.safetensors";
-        uint64_t at = 0;
-        {
-          const io::SafetensorsReader reader(file);
-          std::ifstream in(file, std::ios::binary);
-          uint64_t header = 0;
-          in.read(reinterpret_cast<char*>(&header), sizeof header);
-          at = 8 + header + reader.entry("transformer.wte.weight").end - 2;  // its last element's high bytes
-        }
-        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekg(static_cast<std::streamoff>(at));
-        char c = 0;
-        f.read(&c, 1);
-        c = static_cast<char>(c ^ 0x40);
-        f.seekp(static_cast<std::streamoff>(at));
-        f.write(&c, 1);
-      },
-      "model.safetensors: \"transformer.wte.weight\" does not match its checksum", "gpt2", 0, true);
+  save_full();
+  expect_load_fails([&] { alter_full_model("transformer.wte.weight"); },
+                    "model.safetensors: \"transformer.wte.weight\" does not match its checksum", "gpt2", 0, true);
+}
+
+// A Conv1D weight, stored transposed in model.safetensors, of which two ranks need parts (at 2
+// and 4 ranks): a resume has each read it in whole stored rows and sum it while checking; a load
+// into a stepped optimizer has one rank check it whole, the parts read after. A byte altered in
+// it fails both.
+TEST_F(Damaged, AlteredByteInATransposedEntry) {
+  save_full();
+  const std::string message = "model.safetensors: \"transformer.h.0.mlp.c_fc.weight\" does not match its checksum";
+  expect_load_fails([&] { alter_full_model("transformer.h.0.mlp.c_fc.weight"); }, message, "gpt2", 0, true);
+  expect_load_fails([] {}, message, "gpt2", 1, true);
 }
 
 TEST_F(Damaged, AnotherModel) {
