@@ -8,10 +8,10 @@
 # 1024 and a 1024-token vocabulary, 152M parameters: f32 masters, gradients and AdamW's two
 # moments are 16 bytes each, 1.22 GB per rank at 2 ranks, against a limit of 480 MiB per rank
 # (the offloaded run needs about 400 MiB of it; at 430 MiB oneDNN now and then met a refused
-# allocation and crashed). The same run with the state in memory must die of the limit (so the limit is real); with the
-# state in files it trains 2 steps saving after each, and resuming from step 1 under the same
-# limit ends exactly where it ended: the validation loss after the resumed step is where the
-# restored optimizer state shows. (Steps are few on purpose: each one rewrites the offload
+# allocation and crashed). The same run with the state in memory must die of the limit (so the
+# limit is real); with the state in files it trains 2 steps saving after each, and resuming from
+# step 1 under the same limit ends exactly where it ended: the validation loss after the
+# resumed step is where the restored optimizer state shows. (Steps are few on purpose: each one rewrites the offload
 # files, ~1.2 GB a rank, and this test must stay a small share of the suite.)
 set -eu
 accelerate=$1 program=$2
