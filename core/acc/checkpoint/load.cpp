@@ -5,6 +5,7 @@
 // while checking, they sum on the way, so those bytes come off the disk once.
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "acc/autograd/grad_mode.h"
 #include "acc/checkpoint/blocks.h"
@@ -216,6 +217,28 @@ std::vector<memory::Prefault::Region> fresh_memory(Plan& plan, const std::vector
   return out;
 }
 
+// Every rank must load the same checkpoint: ranks that resolved `latest` on either side of a
+// save moving it, or that see different files under one path (nodes with disks of their own),
+// would restore different steps (and the checks would compare one rank's bytes with another's
+// checksums). Which checkpoint a rank read is its manifest's text (`text_crc`); copies under
+// other paths agree. A collective; `read` is null on a rank whose reading failed (it reports
+// that itself). Throws on each rank whose checkpoint differs from the first rank's that read one.
+void expect_same_checkpoint(dist::ProcessGroup& group, const std::filesystem::path& dir, const Manifest* read,
+                            uint32_t text_crc) {
+  // "<text_crc>\n<dir> (step <n>)", or empty
+  const std::string mine =
+      read ? std::to_string(text_crc) + '\n' + dir.string() + " (step " + std::to_string(read->position.step) + ")"
+           : std::string();
+  const auto all = dist::all_gather_strings(group, mine);
+  const auto first = std::find_if(all.begin(), all.end(), [](const std::string& s) { return !s.empty(); });
+  auto which = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  auto described = [](const std::string& s) { return s.substr(s.find('\n') + 1); };
+  if (mine.empty() || which(mine) == which(*first)) return;
+  ACC_FAIL("the ranks read different checkpoints: ", described(mine), " here, ", described(*first), " on rank ",
+           first - all.begin(), "; every rank must load the same one (a save moved `latest` while the ranks "
+           "looked it up, or the ranks see different files under that path)");
+}
+
 }  // namespace
 
 Position load_state(const std::filesystem::path& named, TrainingState& state) {
@@ -234,8 +257,9 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   std::vector<std::optional<SharedCheck::Run>> runs;  // per early read, what it can sum
   const bool resume = state.optimizer && before_first_step(*state.optimizer);
   std::vector<const PieceRecord*> needed;
+  uint32_t manifest_crc = 0;
   try {
-    manifest = read_manifest(dir);
+    manifest = read_manifest(dir, &manifest_crc);
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state, resume);
     files.emplace(dir, manifest);
@@ -254,6 +278,11 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
     }
   } catch (...) {
     error = std::current_exception();
+  }
+  try {
+    expect_same_checkpoint(group, dir, error ? nullptr : &manifest, manifest_crc);
+  } catch (...) {
+    if (!error) error = std::current_exception();
   }
   dist::raise_if_any_failed(group, what + "nothing was loaded", error);
   const SharedCheck check(group, needed, runs);

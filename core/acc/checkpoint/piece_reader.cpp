@@ -21,7 +21,7 @@
 
 namespace acc::checkpoint {
 
-Manifest read_manifest(const std::filesystem::path& dir) {
+Manifest read_manifest(const std::filesystem::path& dir, uint32_t* text_crc) {
   const auto path = dir / kManifestFile;
   ACC_CHECK(std::filesystem::is_directory(dir), "no checkpoint directory ", dir.string());
   ACC_CHECK(std::filesystem::is_regular_file(path), "no ", kManifestFile, " in ", dir.string(),
@@ -29,7 +29,9 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  return Manifest::parse(text.str(), path.string());
+  const std::string json = text.str();
+  if (text_crc) *text_crc = io::crc32(json.data(), json.size());
+  return Manifest::parse(json, path.string());
 }
 
 namespace {

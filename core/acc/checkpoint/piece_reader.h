@@ -17,7 +17,8 @@
 namespace acc::checkpoint {
 
 // manifest.json of `dir`, parsed; an unfinished save (no manifest) is an error saying so.
-Manifest read_manifest(const std::filesystem::path& dir);
+// `text_crc`, if given, receives the CRC-32 of the file's text (which checkpoint it is).
+Manifest read_manifest(const std::filesystem::path& dir, uint32_t* text_crc = nullptr);
 
 // Elements [whole_begin, whole_begin + count) of a tensor, held contiguously by `piece`'s entry
 // from its element `entry_at` on (in the tensor's own layout for a transposed entry).

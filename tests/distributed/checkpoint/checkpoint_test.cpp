@@ -151,6 +151,35 @@ TEST(Checkpoint, ResolvesARootOrItsLatestFileToTheStepDirectory) {
   std::filesystem::remove_all(root);
 }
 
+// Every rank must load the same checkpoint. Ranks that name different ones (a save moving
+// `latest` while they resolve it, or nodes that see different files) fail together, saying
+// which rank read what, with nothing loaded; copies of one checkpoint under other paths load.
+TEST(Checkpoint, RanksThatReadDifferentCheckpointsFail) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks or more";
+  SharedTempDir tmp;
+  const auto first = tmp.path() / "first", second = tmp.path() / "second", copy = tmp.path() / "copy";
+  Trainer trainer("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+  trainer.train(1);
+  trainer.save(first);
+  trainer.train(1);
+  trainer.save(second);
+  if (world().rank() == 0) std::filesystem::copy(first, copy);
+  world().barrier();
+  const bool odd = world().rank() % 2 == 1;
+  Trainer fresh("gpt2", strategy_config("FULL_SHARD", "gpt2"), 3);
+  const auto before = fresh.local_values();
+  try {
+    fresh.load(odd ? second : first);
+    ADD_FAILURE() << "the ranks loaded different checkpoints";
+  } catch (const Error& e) {
+    expect_contains(e.what(), {"nothing was loaded", "rank 1: the ranks read different checkpoints: ",
+                               second.string() + " (step 2) here, " + first.string() + " (step 1) on rank 0"});
+  }
+  EXPECT_TRUE(before == fresh.local_values()) << "a failed load changed the model or the optimizer";
+  fresh.load(odd ? copy : first);
+  EXPECT_EQ(fresh.position().step, 1);
+}
+
 // merge_weights gives one Hugging Face file (Conv1D weights [in, out]) that models::load_model
 // reads back into a plain model equal to the sharded one; bf16 rounds each value once.
 // Under tensor parallelism too, where pieces are parts of slices over `model`.
