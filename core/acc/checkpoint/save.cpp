@@ -159,8 +159,7 @@ Tensor snapshot_of(const Tensor& t) {
 
 // Writes an item in 64 MiB blocks; a file-tier tensor (fsdp_offload_dir) is read from its file
 // 8 MiB at a time into one buffer (for_each_block): saving a state larger than memory holds that
-// much beside it (a 64 MiB buffer broke larger_than_memory.sh's limit when it was 430 MiB; at
-// 480 MiB that test would no longer notice).
+// much beside it (Checkpoint.SavesTheStateInFilesThroughOneSmallBuffer checks it).
 void write_item(io::SafetensorsWriter& writer, const std::string& key, const Tensor& data) {
   if (data.nbytes() == 0) writer.write(key, data.raw_data());
   const size_t block = data.storage()->tier() == memory::Tier::file ? size_t{8} << 20 : size_t{64} << 20;

@@ -3,6 +3,7 @@
 // error on every rank with nothing changed; a failed save keeps the previous checkpoint.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -76,6 +77,32 @@ TEST(Checkpoint, ResumesWithTheStateInFiles) {
     SCOPED_TRACE(std::string(full ? "FULL_STATE_DICT" : "SHARDED_STATE_DICT") + (bf16 ? ", bf16" : ", f32"));
     expect_resume_bit_for_bit("gpt2", config);
   }
+}
+
+// A state in files is saved through one buffer of 8 MiB, so that saving a state larger than
+// memory holds no more than that beside it: here the token embedding's piece alone is larger
+// than the buffer at 1, 2 and 4 ranks (a 64 MiB buffer took it whole).
+TEST(Checkpoint, SavesTheStateInFilesThroughOneSmallBuffer) {
+  models::GPT2Config c = models::GPT2Config::tiny();
+  c.n_embd = 256;
+  c.n_layer = 1;
+  data::DataLoader loader(make_dataset("gpt2", 8), {.batch_size = 8, .prefetch = 0});
+  auto [sharded, rank_loader] = accelerate(std::make_shared<models::GPT2>(c, 0), loader,
+                                           offloading(strategy_config("FULL_SHARD", "gpt2"), memory::Tier::file));
+  int64_t largest = 0;
+  for (const auto& piece : sharded->parameter_pieces()) {
+    EXPECT_EQ(piece.master.storage()->tier(), memory::Tier::file) << piece.name;
+    largest = std::max(largest, static_cast<int64_t>(piece.master.nbytes()));
+  }
+  constexpr int64_t kBuffer = int64_t{8} << 20;
+  EXPECT_GT(largest, kBuffer);
+  SharedTempDir tmp;
+  checkpoint::TrainingState state;
+  state.model = sharded.get();
+  const int64_t live = memory::report()[memory::Category::checkpoint].current;
+  memory::reset_peaks();
+  checkpoint::save_state(tmp.path() / "step", state);
+  EXPECT_LE(memory::report()[memory::Category::checkpoint].peak - live, kBuffer);
 }
 
 // SPMD with tensor parallelism (the fsdp-tp rules on (1, 1), (1, 2) or (2, 2)): each rank saves
