@@ -85,6 +85,8 @@ std::optional<std::filesystem::path> finish_saves();
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& root);
 // Where to resume from in root: the latest checkpoint, else (latest deleted, or lost with its
 // disk) the newest step directory that holds a finished save, said in a warning; else none.
+// A collective: what rank 0 finds is every rank's answer, so that the ranks resume from one
+// checkpoint (or none does) even while a save moves `latest` or a machine sees root late.
 std::optional<std::filesystem::path> resumable_checkpoint(const std::filesystem::path& root);
 // Where a checkpoint named by a user is: a step directory as it is; a root (holding `latest`)
 // or its `latest` file: the step directory that file names. load_state and merge_weights

@@ -33,6 +33,23 @@ std::vector<std::pair<int64_t, std::filesystem::path>> step_dirs(const std::file
   return out;
 }
 
+// resumable_checkpoint as this rank sees the directory.
+std::optional<std::filesystem::path> resumable_here(const std::filesystem::path& root) {
+  if (auto latest = latest_checkpoint(root)) return latest;
+  if (!std::filesystem::is_directory(root)) return std::nullopt;
+  const auto dirs = step_dirs(root);
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    if (!std::filesystem::is_regular_file(it->second / kManifestFile)) {
+      log::warn("{}: no {} (an unfinished save), skipped", it->second.string(), kManifestFile);
+      continue;
+    }
+    log::warn("{}/{} is missing: resuming from the newest complete checkpoint, {}", root.string(), kLatestFile,
+              it->second.string());
+    return it->second;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string step_dir_name(int64_t step) {
@@ -99,19 +116,21 @@ std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::pa
 }
 
 std::optional<std::filesystem::path> resumable_checkpoint(const std::filesystem::path& root) {
-  if (auto latest = latest_checkpoint(root)) return latest;
-  if (!std::filesystem::is_directory(root)) return std::nullopt;
-  const auto dirs = step_dirs(root);
-  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-    if (!std::filesystem::is_regular_file(it->second / kManifestFile)) {
-      log::warn("{}: no {} (an unfinished save), skipped", it->second.string(), kManifestFile);
-      continue;
+  // Rank 0 looks, every rank takes its answer: ranks looking while a save moves `latest`, or
+  // machines that see the directory late, would otherwise resume from different steps, or only
+  // some of them at all (load_state then waits for ranks that never call it).
+  auto& group = world();
+  std::string found;
+  std::exception_ptr error;
+  if (group.rank() == 0) try {
+      if (const auto dir = resumable_here(root)) found = dir->string();
+    } catch (...) {
+      error = std::current_exception();
     }
-    log::warn("{}/{} is missing: resuming from the newest complete checkpoint, {}", root.string(), kLatestFile,
-              it->second.string());
-    return it->second;
-  }
-  return std::nullopt;
+  dist::raise_if_any_failed(group, "looking for a checkpoint to resume from in " + root.string(), error);
+  found = dist::all_gather_strings(group, found)[0];
+  if (found.empty()) return std::nullopt;
+  return std::filesystem::path(found);
 }
 
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {

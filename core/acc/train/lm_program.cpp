@@ -13,7 +13,6 @@
 #include "acc/data/data_dir.h"
 #include "acc/checkpoint/checkpoint.h"
 #include "acc/data/dataloader.h"
-#include "acc/distributed/agreement.h"
 #include "acc/memory/allocator.h"
 #include "acc/train/metrics_log.h"
 #include "acc/data/gpt2_tokenizer.h"
@@ -184,23 +183,11 @@ void print_sample(models::CausalLM& model, const Options& o) {
   std::printf("sample: %s\n", tokenizer.decode(ids).c_str());
 }
 
-// The checkpoint --resume names, if any. Where it is looked up in --checkpoint_dir, rank 0's
-// finding is every rank's: ranks looking while a save moves `latest`, or nodes that see the
-// directory late, would otherwise resume from different steps, or only some of them at all
-// (then load_state waits for ranks that never call it).
+// The checkpoint --resume names, if any (a collective: rank 0's lookup decides).
 std::optional<std::filesystem::path> resume_dir(const Options& o) {
   if (!o.resume) return std::nullopt;
   if (!o.resume->empty() && *o.resume != "auto") return std::filesystem::path(*o.resume);
-  std::string found;
-  std::exception_ptr error;
-  if (world().rank() == 0) try {
-      if (const auto dir = checkpoint::resumable_checkpoint(o.checkpoint_dir)) found = dir->string();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  dist::raise_if_any_failed(world(), "--resume: looking for a checkpoint in " + o.checkpoint_dir, error);
-  found = dist::all_gather_strings(world(), found)[0];
-  const auto latest = found.empty() ? std::nullopt : std::optional<std::filesystem::path>(found);
+  const auto latest = checkpoint::resumable_checkpoint(o.checkpoint_dir);
   ACC_CHECK(latest || *o.resume == "auto", "--resume: no checkpoint in ", o.checkpoint_dir,
             " (neither ", o.checkpoint_dir, "/latest nor a complete step_* folder); --resume auto starts "
             "afresh then");
