@@ -5,6 +5,7 @@
 // the largest FSDP unit.
 // One world size per run: run.sh runs 1, 2 and 4 ranks and leaves bench/results/checkpoint.json.
 //   bench_checkpoint [--model small|medium|tiny] [--dir DIR] [--repeats 3] [--out FILE]
+//                    [--load-pairs N]  (only N rounds of FULL load pairs from the warm disk)
 // Ceilings and targets:
 //   sharded save bandwidth (total bytes of the checkpoint / time, fsync included) against the
 //     raw write ceiling: every rank write()s as many bytes as its shard file to a file of its
@@ -412,6 +413,8 @@ int run(int argc, char** argv) {
   const std::string out = args.get("out", "bench/results/checkpoint.json");
   const int repeats = static_cast<int>(args.get_int("repeats", 3));
   ACC_CHECK(repeats >= 1, "--repeats must be at least 1");
+  const int load_pairs = static_cast<int>(args.get_int("load-pairs", 0));
+  ACC_CHECK(load_pairs >= 0, "--load-pairs must be 0 or more");
   args.finish();
   auto& group = world();
   const bool main_rank = group.rank() == 0;
@@ -536,6 +539,41 @@ int run(int argc, char** argv) {
     best(raw_cold_read_new_all, r.cold_read_new_seconds);
     return r;
   };
+  // The FULL checkpoint's files (of the round's save), each rank's share of them read raw or
+  // checked after they were dropped from the page cache, and a load of them from the disk.
+  std::vector<fs::path> files;
+  auto share_read = [&](const char* what, auto read_share) {
+    drop_from_page_cache(full_dir);
+    return timed_on_all(what, [&] { read_share(files, group.rank(), group.size(), runtime::num_threads()); });
+  };
+  auto paired_raw_read = [&] { return share_read("raw read", bench::raw_read_share); };
+  // What a load cannot skip: the same bytes read and summed.
+  auto paired_checked_read = [&] { return share_read("checked read", bench::checked_read_share); };
+  auto cold_load = [&] {
+    drop_from_page_cache(full_dir);
+    forget_optimizer_state();
+    return timed([&] { checkpoint::load_state(full_dir, full_state); });
+  };
+  // Warm pairs alone (below), for a quick comparison of changes to the load: one FULL save, then
+  // --load-pairs rounds of raw read, load, load, raw read; printed, no results written.
+  if (load_pairs > 0) {
+    checkpoint::save_state(full_dir, full_state);
+    files = files_under(full_dir);
+    Pairs warm;
+    paired_raw_read();
+    for (int i = 0; i < load_pairs; ++i) {
+      const double raw_a = paired_raw_read(), load_a = cold_load();
+      const double load_b = cold_load(), raw_b = paired_raw_read();
+      warm.add(raw_a, load_a);
+      warm.add(raw_b, load_b);
+      say("raw read %.3f s, load %.3f s; load %.3f s, raw read %.3f s\n", raw_a, load_a, load_b, raw_b);
+    }
+    say("FULL loads from the warm disk: best %.3f s, median %.3f s; raw reads best %.3f s; the load at %.2fx the "
+        "raw read's speed (median of %zu pairs; worst %.2fx)\n",
+        warm.best_load(), median(warm.load_s), warm.best_raw(), warm.median_ratio(), warm.ratio.size(),
+        warm.worst_ratio());
+    return 0;
+  }
   for (int round = 0; round < repeats; ++round) {
     const RawWrite r = measure_raw();
     say("round %d: raw %.2f s (write() %.2f + fsync %.2f)", round + 1, r.seconds, r.write_seconds,
@@ -592,20 +630,7 @@ int run(int argc, char** argv) {
     // own work shows most ("warm": each pair after an untimed read of the files), and one left
     // alone for a few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it
     // ("idle": each side after a pause of kIdle, every rank quiet).
-    const auto files = files_under(full_dir);
-    // Every rank's share of the files, dropped from the page cache first, read by `read_share`.
-    auto share_read = [&](const char* what, auto read_share) {
-      drop_from_page_cache(full_dir);
-      return timed_on_all(what, [&] { read_share(files, group.rank(), group.size(), runtime::num_threads()); });
-    };
-    auto paired_raw_read = [&] { return share_read("raw read", bench::raw_read_share); };
-    // What a load cannot skip: the same bytes read and summed.
-    auto paired_checked_read = [&] { return share_read("checked read", bench::checked_read_share); };
-    auto cold_load = [&] {
-      drop_from_page_cache(full_dir);
-      forget_optimizer_state();
-      return timed([&] { checkpoint::load_state(full_dir, full_state); });
-    };
+    files = files_under(full_dir);
     auto pause = [&] {
       group.barrier();
       std::this_thread::sleep_for(kIdle);
