@@ -22,7 +22,7 @@
 //     files paired with each load: every rank pread()s its share of their bytes with as many
 //     threads as the load has, right before one load and right after another (so neither order
 //     is favoured). This VM's disk is a host's cache in front of a disk: a file read a moment
-//     ago comes at ~5 GB/s ("warm", where the load's own work shows most); one left alone for a
+//     ago comes at ~5-6 GB/s ("warm", where the load's own work shows most); one left alone for a
 //     few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it ("idle", after
 //     a pause; whether the host let the files go shows in the raw reads' times); both are
 //     measured, each pair in one state. Target: the median of the pairs' ratios >= 0.8x (the load
@@ -342,7 +342,7 @@ void write_results(const std::string& path, Poco::JSON::Array::Ptr runs) {
            "raw_read_into_new_memory_from_disk_s: the same into a new block of acc's allocator (what a load "
            "fills) instead of one reused 64 MiB buffer; full_load_from_warm_disk_s: the FULL checkpoint dropped "
            "from the page cache, then loaded, right after a read of its files (this host's cache then serves "
-           "them at ~5 GB/s); full_load_from_idle_disk_s: the same after a pause of 5 s (after which the host "
+           "them at ~5-6 GB/s); full_load_from_idle_disk_s: the same after a pause of 5 s (after which the host "
            "sometimes, not always, serves them at ~1 GB/s: see the raw reads' times); "
            "raw_read_beside_*_load_s: every rank pread() of its share of the same files with as many threads "
            "as the load has, dropped first, in the same state, right before one load and right after another; "
@@ -559,19 +559,19 @@ int run(int argc, char** argv) {
   if (load_pairs > 0) {
     checkpoint::save_state(full_dir, full_state);
     files = files_under(full_dir);
-    Pairs warm;
+    Pairs quick;
     paired_raw_read();
     for (int i = 0; i < load_pairs; ++i) {
       const double raw_a = paired_raw_read(), load_a = cold_load();
       const double load_b = cold_load(), raw_b = paired_raw_read();
-      warm.add(raw_a, load_a);
-      warm.add(raw_b, load_b);
+      quick.add(raw_a, load_a);
+      quick.add(raw_b, load_b);
       say("raw read %.3f s, load %.3f s; load %.3f s, raw read %.3f s\n", raw_a, load_a, load_b, raw_b);
     }
     say("FULL loads from the warm disk: best %.3f s, median %.3f s; raw reads best %.3f s; the load at %.2fx the "
         "raw read's speed (median of %zu pairs; worst %.2fx)\n",
-        warm.best_load(), median(warm.load_s), warm.best_raw(), warm.median_ratio(), warm.ratio.size(),
-        warm.worst_ratio());
+        quick.best_load(), median(quick.load_s), quick.best_raw(), quick.median_ratio(), quick.ratio.size(),
+        quick.worst_ratio());
     return 0;
   }
   for (int round = 0; round < repeats; ++round) {
@@ -626,7 +626,7 @@ int run(int argc, char** argv) {
     const double fload = timed([&] { le = peak_extra([&] { checkpoint::load_state(full_dir, full_state); }); });
     best(full_load_all, fload);
     // From the disk, each load paired with a raw read of the same files: raw then load, load
-    // then raw. This host's cache serves a file read a moment ago at ~5 GB/s, where the load's
+    // then raw. This host's cache serves a file read a moment ago at ~5-6 GB/s, where the load's
     // own work shows most ("warm": each pair after an untimed read of the files), and one left
     // alone for a few seconds sometimes at ~1 GB/s, as a resume in a new job would meet it
     // ("idle": each side after a pause of kIdle, every rank quiet).

@@ -231,12 +231,12 @@ void expect_same_checkpoint(dist::ProcessGroup& group, const std::filesystem::pa
            : std::string();
   const auto all = dist::all_gather_strings(group, mine);
   const auto first = std::find_if(all.begin(), all.end(), [](const std::string& s) { return !s.empty(); });
-  auto which = [](const std::string& s) { return s.substr(0, s.find('\n')); };
-  auto described = [](const std::string& s) { return s.substr(s.find('\n') + 1); };
-  if (mine.empty() || which(mine) == which(*first)) return;
-  ACC_FAIL("the ranks read different checkpoints: ", described(mine), " here, ", described(*first), " on rank ",
-           first - all.begin(), "; every rank must load the same one (a save moved `latest` while the ranks "
-           "looked it up, or the ranks see different files under that path)");
+  auto crc_of = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  auto description_of = [](const std::string& s) { return s.substr(s.find('\n') + 1); };
+  if (mine.empty() || crc_of(mine) == crc_of(*first)) return;
+  ACC_FAIL("the ranks read different checkpoints: ", description_of(mine), " here, ", description_of(*first),
+           " on rank ", first - all.begin(), "; every rank must load the same one (a save moved `latest` while "
+           "the ranks looked it up, or the ranks see different files under that path)");
 }
 
 }  // namespace
@@ -244,11 +244,12 @@ void expect_same_checkpoint(dist::ProcessGroup& group, const std::filesystem::pa
 Position load_state(const std::filesystem::path& named, TrainingState& state) {
   finish_saves();  // an asynchronous save of this run may be the one to load
   activity::Phase phase("checkpoint load");
-  const std::filesystem::path dir = resolve_checkpoint(named);
   ACC_CHECK(state.model != nullptr, "load_state: TrainingState.model is required");
   autograd::NoGradGuard no_grad;
   auto& group = world();
-  const std::string what = "load_state " + dir.string() + ": ";
+  // Resolved inside the first try: a `latest` naming a directory this rank cannot see yet is
+  // its error, reported with every rank's, not a rank missing from the collectives.
+  std::filesystem::path dir = named;
   std::exception_ptr error;
   Manifest manifest;
   Plan plan;
@@ -259,6 +260,7 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   std::vector<const PieceRecord*> needed;
   uint32_t manifest_crc = 0;
   try {
+    dir = resolve_checkpoint(named);
     manifest = read_manifest(dir, &manifest_crc);
     check_same_model(manifest, *state.model);
     plan = plan_load(manifest, state, resume);
@@ -284,6 +286,7 @@ Position load_state(const std::filesystem::path& named, TrainingState& state) {
   } catch (...) {
     if (!error) error = std::current_exception();
   }
+  const std::string what = "load_state " + dir.string() + ": ";
   dist::raise_if_any_failed(group, what + "nothing was loaded", error);
   const SharedCheck check(group, needed, runs);
   try {

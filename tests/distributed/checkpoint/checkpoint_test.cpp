@@ -102,7 +102,8 @@ TEST(Checkpoint, SavesTheStateInFilesThroughOneSmallBuffer) {
   const int64_t live = memory::report()[memory::Category::checkpoint].current;
   memory::reset_peaks();
   checkpoint::save_state(tmp.path() / "step", state);
-  EXPECT_LE(memory::report()[memory::Category::checkpoint].peak - live, kBuffer);
+  // The buffer, counted under Category::checkpoint, and nothing else.
+  EXPECT_EQ(memory::report()[memory::Category::checkpoint].peak - live, kBuffer);
 }
 
 // SPMD with tensor parallelism (the fsdp-tp rules on (1, 1), (1, 2) or (2, 2)): each rank saves
@@ -205,6 +206,29 @@ TEST(Checkpoint, RanksThatReadDifferentCheckpointsFail) {
   EXPECT_TRUE(before == fresh.local_values()) << "a failed load changed the model or the optimizer";
   fresh.load(odd ? copy : first);
   EXPECT_EQ(fresh.position().step, 1);
+}
+
+// A `latest` naming a step directory that one rank cannot see (a machine that sees `latest`
+// before the directory) is one error on every rank, not a rank missing from the collectives.
+TEST(Checkpoint, ALatestThatOneRankCannotFollowFailsOnEveryRank) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks or more";
+  SharedTempDir tmp;
+  Trainer trainer("gpt2", strategy_config("FULL_SHARD", "gpt2"));
+  trainer.train(1);
+  checkpoint::save_checkpoint(tmp.path() / "seen", trainer.state());
+  if (world().rank() == 0) {
+    std::filesystem::create_directories(tmp.path() / "unseen");
+    std::ofstream(tmp.path() / "unseen" / "latest") << "step_000001\n";
+  }
+  world().barrier();
+  Trainer fresh("gpt2", strategy_config("FULL_SHARD", "gpt2"), 3);
+  try {
+    fresh.load(tmp.path() / (world().rank() == 1 ? "unseen" : "seen"));
+    ADD_FAILURE() << "the load succeeded";
+  } catch (const Error& e) {
+    expect_contains(e.what(), {"nothing was loaded", "rank 1: " + (tmp.path() / "unseen" / "latest").string() +
+                                                         " names step_000001 but"});
+  }
 }
 
 // merge_weights gives one Hugging Face file (Conv1D weights [in, out]) that models::load_model

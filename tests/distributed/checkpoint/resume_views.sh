@@ -14,7 +14,7 @@ cd "$dir"
 # Each rank's own --checkpoint_dir: ckpt0, ckpt1.
 cat >by_rank.sh <<SCRIPT
 #!/bin/sh
-exec "$program" "\$@" --checkpoint_dir "ckpt\$OMPI_COMM_WORLD_RANK"
+exec "$program" "\$@" --checkpoint_dir "ckpt\${OMPI_COMM_WORLD_RANK:?not run by OpenMPI}"
 SCRIPT
 chmod +x by_rank.sh
 run() {  # run PROGRAM [OPTIONS...]
@@ -29,9 +29,11 @@ straight=$(run "$program" --save_every 2 --checkpoint_dir ckpt0) || { echo "$str
 [ -d ckpt0/step_000002 ] || { echo "$straight"; echo "FAIL: no ckpt0/step_000002"; exit 1; }
 rm -rf ckpt0/step_000004
 echo step_000002 >ckpt0/latest
+mkdir ckpt1
 resumed=$(run ./by_rank.sh --resume auto) || { echo "$resumed"; echo "FAIL: the resumed run failed"; exit 1; }
 echo "$resumed" | grep -q "resumed from ckpt0/step_000002 at step 2" ||
   { echo "$resumed"; echo "FAIL: did not resume from rank 0's checkpoint"; exit 1; }
+[ -n "$(final "$straight")" ] || { echo "$straight"; echo "FAIL: no final losses"; exit 1; }
 echo "straight: $(final "$straight")"
 echo "resumed:  $(final "$resumed")"
 [ "$(final "$straight")" = "$(final "$resumed")" ] || { echo "FAIL: the resumed run ended elsewhere"; exit 1; }
