@@ -2,17 +2,17 @@
 # larger_than_memory.sh ACCELERATE TRAIN_GPT2: a GPT-2 whose training state is 2.4x the memory
 # each rank may use trains and resumes on 2 ranks with fsdp_offload_dir.
 #
-# The limit is RLIMIT_DATA (ulimit -d), which counts a process's private writable memory (its
-# heap and anonymous mappings) but not the shared file mappings of the offload tier: what a
-# rank holds outside the files must fit, the files need not. The model: 12 blocks of width
-# 1024 and a 1024-token vocabulary, 152M parameters: f32 masters, gradients and AdamW's two
-# moments are 16 bytes each, 1.22 GB per rank at 2 ranks, against a limit of 480 MiB per rank
-# (the offloaded run needs about 400 MiB of it; at 430 MiB oneDNN now and then met a refused
-# allocation and crashed). The same run with the state in memory must die of the limit (so the
-# limit is real); with the state in files it trains 2 steps saving after each, and resuming from
-# step 1 under the same limit ends exactly where it ended: the validation loss after the
-# resumed step is where the restored optimizer state shows. (Steps are few on purpose: each one rewrites the offload
-# files, ~1.2 GB a rank, and this test must stay a small share of the suite.)
+# The limit is RLIMIT_DATA (ulimit -d), which counts a process's private writable memory (its heap
+# and anonymous mappings) but not the shared file mappings of the offload tier: what a rank holds
+# outside the files must fit, the files need not. The model: 12 blocks of width 1024 and a
+# 1024-token vocabulary, 152M parameters: f32 masters, gradients and AdamW's two moments are 16
+# bytes each, 1.22 GB per rank at 2 ranks, against a limit of 480 MiB per rank (the offloaded run
+# needs about 400 MiB of it; at 430 MiB oneDNN now and then met a refused allocation and crashed).
+# The same run with the state in memory must die of the limit (so the limit is real); with the
+# state in files it trains 2 steps saving after each, and resuming from step 1 under the same
+# limit ends exactly where it ended: the validation loss after the resumed step is where the
+# restored optimizer state shows. (Steps are few on purpose: each one rewrites the offload files,
+# ~1.2 GB a rank, and this test must stay a small share of the suite.)
 set -eu
 accelerate=$1 program=$2
 limit_kib=491520  # 480 MiB
