@@ -7,7 +7,8 @@
 # outside the files must fit, the files need not. The model: 12 blocks of width 1024 and a
 # 1024-token vocabulary, 152M parameters: f32 masters, gradients and AdamW's two moments are 16
 # bytes each, 1.22 GB per rank at 2 ranks, against a limit of 480 MiB per rank (the offloaded run
-# needs about 400 MiB of it; at 430 MiB oneDNN now and then met a refused allocation and crashed).
+# needs about 400 MiB of it; at 430 MiB a validation product's oneDNN kernel does not fit, which
+# once crashed the rank and is now an out-of-memory error naming the product).
 # The same run with the state in memory must die of the limit (so the limit is real); with the
 # state in files it trains 2 steps saving after each, and resuming from step 1 under the same
 # limit ends exactly where it ended: the validation loss after the resumed step is where the
