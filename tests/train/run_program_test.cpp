@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <new>
+
 #include "acc/train/cli.h"
 #include "acc/util/error.h"
 
@@ -11,6 +13,13 @@ TEST(RunProgram, ErrorBecomesOneLineAndExitCodeOne) {
   const int code = run_program("prog", []() -> int { ACC_FAIL("missing file data/x.bin"); });
   EXPECT_EQ(code, 1);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "prog: error: missing file data/x.bin\n");
+}
+
+TEST(RunProgram, ARefusedAllocationSaysOutOfMemory) {
+  testing::internal::CaptureStderr();
+  const int code = run_program("prog", []() -> int { throw std::bad_alloc(); });
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "prog: error: out of memory: std::bad_alloc\n");
 }
 
 TEST(RunProgram, PassesTheBodysExitCodeThrough) {

@@ -32,7 +32,7 @@ bool g_initialized = false;
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
-      what = ex.what();
+      what = error_message(ex);
     } catch (...) {
     }
   } else {

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <new>
 
 #include "acc/runtime/init.h"
 #include "acc/util/error.h"
@@ -96,9 +95,7 @@ int run_program(const std::string& program, const std::function<int()>& body) {
   try {
     return body();
   } catch (const std::exception& e) {
-    // An allocation outside acc's allocator (which names itself) was refused.
-    const bool bad_alloc = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
-    std::fprintf(stderr, "%s: error: %s%s\n", program.c_str(), bad_alloc ? "out of memory: " : "", e.what());
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error_message(e).c_str());
     // The other ranks may be waiting in a collective with this one: end the job now rather
     // than leave them to their timeout.
     if (initialized() && world().size() > 1) {

@@ -1,6 +1,8 @@
 #pragma once
 // acc::Error and the ACC_CHECK family: every user-facing failure names the thing and what was
 // expected, so the message alone tells the user what to fix.
+#include <exception>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,12 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
+
+// What an exception tells a user: e.what(), after "out of memory: " for a std::bad_alloc (an
+// allocation refused outside acc's allocator, whose own errors say so).
+inline std::string error_message(const std::exception& e) {
+  return (dynamic_cast<const std::bad_alloc*>(&e) ? std::string("out of memory: ") : std::string()) + e.what();
+}
 
 namespace detail {
 template <class... Args>
