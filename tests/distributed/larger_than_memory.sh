@@ -6,9 +6,9 @@
 # and anonymous mappings) but not the shared file mappings of the offload tier: what a rank holds
 # outside the files must fit, the files need not. The model: 12 blocks of width 1024 and a
 # 1024-token vocabulary, 152M parameters: f32 masters, gradients and AdamW's two moments are 16
-# bytes each, 1.22 GB per rank at 2 ranks, against a limit of 480 MiB per rank (the offloaded run
-# needs about 400 MiB of it; at 430 MiB a validation product's oneDNN kernel does not fit, which
-# once crashed the rank and is now an out-of-memory error naming the product).
+# bytes each, 1.22 GB per rank at 2 ranks, against a limit of 480 MiB per rank (at 430 MiB the
+# offloaded run stops at its first validation products, with an out-of-memory error naming the
+# product since oneDNN's kernels are checked for room; before, the rank now and then crashed).
 # The same run with the state in memory must die of the limit (so the limit is real); with the
 # state in files it trains 2 steps saving after each, and resuming from step 1 under the same
 # limit ends exactly where it ended: the validation loss after the resumed step is where the

@@ -20,6 +20,10 @@ TEST(RunProgram, ARefusedAllocationSaysOutOfMemory) {
   const int code = run_program("prog", []() -> int { throw std::bad_alloc(); });
   EXPECT_EQ(code, 1);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "prog: error: out of memory: std::bad_alloc\n");
+  // A length that cannot be is a size bug, not memory running out.
+  testing::internal::CaptureStderr();
+  run_program("prog", []() -> int { throw std::bad_array_new_length(); });
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "prog: error: std::bad_array_new_length\n");
 }
 
 TEST(RunProgram, PassesTheBodysExitCodeThrough) {

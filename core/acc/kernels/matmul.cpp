@@ -1,22 +1,19 @@
 #include "acc/kernels/matmul.h"
 
-#include <omp.h>
-#include <pthread.h>
-#include <sys/mman.h>
-
-#include <algorithm>
 #include <compare>
 #include <dnnl.hpp>
+#include <functional>
 #include <map>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "acc/kernels/convert.h"
+#include "acc/kernels/detail/onednn_headroom.h"
 #include "acc/memory/allocator.h"
 #include "acc/util/error.h"
 
@@ -76,51 +73,16 @@ dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool s
   return {dims{batch, rows, cols}, type, dims{rows * cols, row_stride, col_stride}};
 }
 
-// A process at its memory limit (ulimit -d or -v) must get an error from a product, not lose
-// the process. oneDNN builds a kernel's machine code when it first meets a shape and, when that
-// memory is refused, segfaults (0-0.5 MiB left) or throws its own "could not create a
-// primitive" (1 MiB left); and its first product on a thread starts that thread's OpenMP team,
-// whose stacks (8 MiB each by default) libgomp cannot do without: it ends the process. So before
-// either, the memory is asked for in advance (mapped and given back, never touched): if the
-// process may not map that much more, the product fails saying so.
-constexpr size_t kBuildHeadroom = size_t{4} << 20;  // a kernel build took 0.5-1.5 MiB
-
-// The OpenMP threads this thread's products have started (libgomp keeps a team per thread).
-thread_local int t_team_threads = 1;
-
-// Stack bytes of the OpenMP threads a product on this thread would start now.
-size_t team_stacks_to_start() {
-  const int threads = omp_get_max_threads();
-  if (threads <= t_team_threads) return 0;
-  size_t stack = size_t{8} << 20;
-  pthread_attr_t attr;
-  if (pthread_getattr_default_np(&attr) == 0) {
-    pthread_attr_getstacksize(&attr, &stack);
-    pthread_attr_destroy(&attr);
-  }
-  return static_cast<size_t>(threads - t_team_threads) * stack;
-}
-
-// `what()` names the product or relayout in errors (built only when one is raised).
-template <class What>
-void expect_headroom(size_t bytes, const What& what) {
-  if (bytes == 0) return;
-  void* probe = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ACC_CHECK(probe != MAP_FAILED, "out of memory: ", what(), " needs ", (bytes + (1 << 20) - 1) >> 20,
-            " MiB more for oneDNN (its kernel's code, or the stacks of its threads), and this process may not map "
-            "that much more (its memory limit, ulimit -d or -v, is reached)");
-  ::munmap(probe, bytes);
-}
-
 // oneDNN's failures named: what failed, and out of memory when that is why.
 [[noreturn]] void fail_onednn(const std::string& what, const dnnl::error& e) {
   ACC_FAIL(e.status == dnnl_out_of_memory ? "out of memory: " : "", what, " failed in oneDNN: ", e.what());
 }
 
-// make() builds a oneDNN primitive, after the headroom check above.
-template <class What, class Make>
-auto build_primitive(const What& what, Make make) {
-  expect_headroom(kBuildHeadroom, what);
+// make() builds a oneDNN primitive named by what(), after making sure the memory for it can be
+// had (detail/onednn_headroom.h).
+template <class Make>
+auto build_primitive(const std::function<std::string()>& what, Make make) {
+  detail::expect_build_headroom(what);
   try {
     return make();
   } catch (const dnnl::error& e) {
@@ -128,11 +90,10 @@ auto build_primitive(const What& what, Make make) {
   }
 }
 
-// run(stream) executes a primitive on this thread's stream, after the check for the OpenMP
-// threads it may start.
-template <class What, class Run>
-void run_primitive(const What& what, Run run) {
-  expect_headroom(team_stacks_to_start(), what);
+// run(stream) executes a primitive on this thread's stream, its OpenMP team started first.
+template <class Run>
+void run_primitive(const std::function<std::string()>& what, Run run) {
+  detail::start_thread_team(what);
   try {
     dnnl::stream& stream = thread_stream();
     run(stream);
@@ -140,7 +101,6 @@ void run_primitive(const What& what, Run run) {
   } catch (const dnnl::error& e) {
     fail_onednn(what(), e);
   }
-  t_team_threads = std::max(t_team_threads, omp_get_max_threads());
 }
 
 std::string describe(const PrimitiveKey& k) {
@@ -177,18 +137,22 @@ Product make_product(const PrimitiveKey& k) {
 
 const Product& cached_product(const PrimitiveKey& k) {
   static BuiltOnce<PrimitiveKey, Product> products;
-  return products.get(k, [&] { return build_primitive([&] { return describe(k); }, [&] { return make_product(k); }); });
+  return products.get(k, [&] {
+    return build_primitive([&] { return describe(k); }, [&] { return make_product(k); });
+  });
 }
 
 void execute(const PrimitiveKey& k, const void* A, const void* B, void* C, const float* bias) {
   const Product& p = cached_product(k);
-  auto& eng = cpu_engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(p.a, eng, const_cast<void*>(A))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, eng, const_cast<void*>(B))},
-      {DNNL_ARG_DST, dnnl::memory(p.c, eng, C)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, eng, const_cast<float*>(bias)));
-  run_primitive([&] { return describe(k); }, [&](dnnl::stream& stream) { p.primitive.execute(stream, args); });
+  run_primitive([&] { return describe(k); }, [&](dnnl::stream& stream) {
+    auto& eng = cpu_engine();
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(p.a, eng, const_cast<void*>(A))},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, eng, const_cast<void*>(B))},
+        {DNNL_ARG_DST, dnnl::memory(p.c, eng, C)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, eng, const_cast<float*>(bias)));
+    p.primitive.execute(stream, args);
+  });
 }
 
 void check_shape(const char* op, const MatmulShape& s) {
@@ -257,15 +221,19 @@ void relayout_bf16(const void* src, void* dst, int64_t rows, int64_t cols, bool 
   static BuiltOnce<std::tuple<int64_t, int64_t, bool>, dnnl::reorder> reorders;
   const dnnl::memory::desc from = matrix_desc(1, rows, cols, src_transposed, dt::bf16);
   const dnnl::memory::desc to = matrix_desc(1, rows, cols, !src_transposed, dt::bf16);
-  auto what = [&] { return "the bf16 relayout of a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix"; };
+  const std::function<std::string()> what = [&] {
+    return "the bf16 relayout of a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix";
+  };
   const dnnl::reorder& reorder = reorders.get({rows, cols, src_transposed}, [&] {
     return build_primitive(what, [&] {
       return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
     });
   });
-  auto& eng = cpu_engine();
-  dnnl::memory in(from, eng, const_cast<void*>(src)), out(to, eng, dst);
-  run_primitive(what, [&](dnnl::stream& stream) { reorder.execute(stream, in, out); });
+  run_primitive(what, [&](dnnl::stream& stream) {
+    auto& eng = cpu_engine();
+    dnnl::memory in(from, eng, const_cast<void*>(src)), out(to, eng, dst);
+    reorder.execute(stream, in, out);
+  });
 }
 
 // `batch` dense products laid out back to back.

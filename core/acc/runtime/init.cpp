@@ -27,18 +27,20 @@ bool g_initialized = false;
 // An uncaught exception on one rank must stop every rank: peers blocked in a collective with
 // this rank would otherwise wait for their timeout.
 [[noreturn]] void terminate_handler() {
-  std::string what = "unknown exception";
-  if (auto e = std::current_exception()) {
+  // No std::string: memory may be what ran out. `e` keeps ex.what()'s text alive.
+  const std::exception_ptr e = std::current_exception();
+  const char* prefix = "";
+  const char* what = e ? "unknown exception" : "std::terminate called without an exception";
+  if (e) {
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
-      what = error_message(ex);
+      prefix = error_prefix(ex);
+      what = ex.what();
     } catch (...) {
     }
-  } else {
-    what = "std::terminate called without an exception";
   }
-  log::error("uncaught error, aborting the job: {}", what);
+  log::error("uncaught error, aborting the job: {}{}", prefix, what);
   log::logger().flush();
   std::shared_ptr<dist::ProcessGroup> world = g_world;  // no lock: we may hold it already
   if (world) world->abort(1);

@@ -95,7 +95,7 @@ int run_program(const std::string& program, const std::function<int()>& body) {
   try {
     return body();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error_message(e).c_str());
+    std::fprintf(stderr, "%s: error: %s%s\n", program.c_str(), error_prefix(e), e.what());
     // The other ranks may be waiting in a collective with this one: end the job now rather
     // than leave them to their timeout.
     if (initialized() && world().size() > 1) {

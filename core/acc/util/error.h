@@ -15,10 +15,12 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-// What an exception tells a user: e.what(), after "out of memory: " for a std::bad_alloc (an
-// allocation refused outside acc's allocator, whose own errors say so).
-inline std::string error_message(const std::exception& e) {
-  return (dynamic_cast<const std::bad_alloc*>(&e) ? std::string("out of memory: ") : std::string()) + e.what();
+// What goes before e.what() for a user: "out of memory: " for a std::bad_alloc (an allocation
+// refused outside acc's allocator, whose own errors say so; not a bad_array_new_length, a size
+// bug), else nothing. Allocates nothing: it is used when memory has run out.
+inline const char* error_prefix(const std::exception& e) {
+  const bool refused = dynamic_cast<const std::bad_alloc*>(&e) && !dynamic_cast<const std::bad_array_new_length*>(&e);
+  return refused ? "out of memory: " : "";
 }
 
 namespace detail {
