@@ -7,12 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "acc/kernels/convert.h"
+#include "acc/memory/resident.h"
 #include "acc/util/error.h"
 #include "support/test_support.h"
 
@@ -189,15 +189,6 @@ TEST(Matmul, RejectsBadShapesAndTypes) {
   EXPECT_THROW(matmul(&x, &x, &x, MatmulShape{1, 1, 1, false, false, DType::i32}), acc::Error);
 }
 
-// This process's private writable memory (VmData), what RLIMIT_DATA is held against; in a
-// death test's child, so a failure exits (6) rather than reports.
-size_t data_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmData:", 0) == 0) return std::stoull(line.substr(7)) * 1024;  // "VmData:  1234 kB"
-  std::_Exit(6);
-}
-
 // The first bf16 product of a process (oneDNN builds its kernel and starts its threads then)
 // with only `margin` bytes of private memory left to it; exits 0 when it ran, 3 when it failed
 // with an acc::Error saying "out of memory" (printed), 4 on any other acc::Error.
@@ -205,7 +196,9 @@ size_t data_bytes() {
   const MatmulShape s{96, 80, 64, false, false, DType::bf16, DType::f32};
   const auto a = to_bf16_vector(random_vector(96 * 64, 502)), b = to_bf16_vector(random_vector(64 * 80, 503));
   std::vector<float> c(96 * 80);
-  const rlim_t limit = data_bytes() + margin;
+  const int64_t used = memory::data_bytes();  // in a death test's child: a failure exits (6)
+  if (used <= 0) std::_Exit(6);
+  const rlim_t limit = static_cast<rlim_t>(used) + margin;
   const rlimit r{limit, limit};
   if (setrlimit(RLIMIT_DATA, &r) != 0) std::_Exit(5);
   try {

@@ -53,6 +53,8 @@ int64_t resident_bytes() { return status_kb_line("VmRSS"); }
 
 int64_t peak_resident_bytes() { return status_kb_line("VmHWM"); }
 
+int64_t data_bytes() { return status_kb_line("VmData"); }
+
 bool reset_peak_resident() {
   std::ofstream refs("/proc/self/clear_refs");
   refs << "5";

@@ -7,6 +7,7 @@ namespace acc::memory {
 
 int64_t resident_bytes();       // VmRSS now
 int64_t peak_resident_bytes();  // VmHWM: the highest VmRSS since start or the last reset
+int64_t data_bytes();           // VmData: private writable memory, what RLIMIT_DATA is held against
 // Sets the peak to the current resident size (/proc/self/clear_refs), so one phase's peak can
 // be measured; false when the kernel does not allow it.
 bool reset_peak_resident();
