@@ -137,5 +137,75 @@ TEST(ManifestSlices, BadBlocksAreErrorsNamingThePiece) {
   EXPECT_THROW(Manifest::parse(past_the_slice, "manifest.json"), Error);
 }
 
+// A manifest with every field set: optimizer, scheduler, config, several files, an optimizer
+// tensor with its step and a weight stored transposed.
+Manifest every_field() {
+  Manifest m = with_piece(std::nullopt);
+  m.world_size = 2;
+  m.position = {7, 1, 3};
+  m.optimizer = "AdamW";
+  m.optimizer_steps = 7;
+  m.optimizer_state_names = {"exp_avg", "exp_avg_sq"};
+  m.scheduler_step = 7;
+  m.config_yaml = "mixed_precision: bf16\n";
+  m.files["model.safetensors"] = 4096;
+  TensorRecord& t = m.tensors["c_fc.weight"];
+  t.shape = {8, 4};
+  t.hf_transposed = true;
+  t.pieces.push_back({"model.safetensors", "c_fc.weight", 0, 32, 4294967295u, true});
+  TensorRecord& state = m.tensors[optimizer_key("exp_avg", "c_fc.weight")];
+  state.shape = {8, 4};
+  state.step = 7;
+  for (int r = 0; r < 2; ++r)
+    state.pieces.push_back({shard_file_name(r, 2), optimizer_key("exp_avg", "c_fc.weight"), 16 * r, 16, 1, false});
+  return m;
+}
+
+TEST(ManifestParse, EveryFieldRoundTrips) {
+  const std::string text = every_field().to_json();
+  const Manifest back = Manifest::parse(text, "manifest.json");
+  EXPECT_EQ(back.to_json(), text);
+  EXPECT_EQ(back.position.batch, 3);
+  EXPECT_EQ(back.optimizer_state_names, (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
+  EXPECT_EQ(back.scheduler_step, 7);
+  EXPECT_EQ(back.files.at("model.safetensors"), 4096u);
+  const auto& weight = back.tensors.at("c_fc.weight");
+  EXPECT_TRUE(weight.hf_transposed);
+  EXPECT_TRUE(weight.pieces.at(0).transposed);
+  EXPECT_EQ(weight.pieces.at(0).crc32, 4294967295u);
+  EXPECT_EQ(back.tensors.at(optimizer_key("exp_avg", "c_fc.weight")).pieces.at(1).begin, 16);
+}
+
+// Each field made wrong in the text: the error names it and what was expected.
+TEST(ManifestParse, AWrongFieldIsNamed) {
+  const std::string text = every_field().to_json();
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? text : std::string(text).replace(at, from.size(), to);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {replaced("\"world_size\": 2", "\"world_size\": \"two\""), "manifest.json.world_size must be an integer"},
+      {replaced("\"model\": \"GPT2\",", ""), "manifest.json: the field \"model\" is missing"},
+      {replaced("\"batch\": 3", "\"batch\": -3"), "manifest.json.position.batch is -3, expected at least 0"},
+      {replaced("\"model.safetensors\": 4096", "\"model.safetensors\": -1"),
+       "manifest.json.files.model.safetensors must be a non-negative integer"},
+      {replaced("\"transposed\": true", "\"transposed\": 1"),
+       "manifest.json.tensors.c_fc.weight.pieces[0].transposed must be true or false"},
+      {replaced("\"shape\": [\n    8", "\"shape\": [\n    -8"), "manifest.json.tensors.c_fc.weight.shape[0]"},
+      {replaced("\"pieces\": [", "\"pieces\": [1, "), "manifest.json.tensors.c_fc.weight.pieces[0] must be an object"},
+      {replaced("\"exp_avg_sq\"", "2"), "manifest.json.optimizer.state_names must hold strings"},
+      {replaced("\"tensors\": {", "\"tensors\": [") , "manifest.json: invalid JSON"},
+  };
+  for (const auto& [bad, expected] : cases) {
+    try {
+      Manifest::parse(bad, "manifest.json");
+      ADD_FAILURE() << "accepted; expected: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace acc::checkpoint

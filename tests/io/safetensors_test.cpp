@@ -155,6 +155,9 @@ TEST(Safetensors, CorruptFilesNameTheProblem) {
       {"offsets", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[8]}})", 8, "expected [begin, end]"},
       {"field", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1}})", 8, "unknown field 'extra'"},
       {"meta", R"({"__metadata__":{"k":3}})", 0, "metadata values must be strings"},
+      {"twice", R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       8, "[\"x\"]: named twice"},
+      {"huge", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,18446744073709551615]}})", 8, "needs 8"},
       {"toplevel", R"([1,2])", 0, "does not start with '{'"},
   };
   for (const auto& c : cases) {

@@ -3,11 +3,11 @@
 #include <Poco/Exception.h>
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
-#include <Poco/JSON/Parser.h>
 
 #include <cstdio>
 #include <sstream>
 
+#include "acc/io/json_document.h"
 #include "acc/util/error.h"
 
 namespace acc::checkpoint {
@@ -22,50 +22,58 @@ constexpr const char* kFormatName = "acc.checkpoint";
 // Reading: every accessor names the field that is missing or wrong.
 class Reader {
  public:
-  Reader(Object::Ptr obj, std::string where) : obj_(std::move(obj)), where_(std::move(where)) {}
+  using Value = io::JsonDocument::Value;
+  Reader(Value obj, std::string where) : obj_(obj), where_(std::move(where)) {}
 
-  bool has(const std::string& key) const { return obj_->has(key) && !obj_->isNull(key); }
-  Poco::Dynamic::Var get(const std::string& key) const {
-    ACC_CHECK(has(key), where_, ": the field \"", key, "\" is missing");
-    return obj_->get(key);
+  bool has(const std::string& key) const {
+    const auto v = obj_.find(key);
+    return v && !v->is_null();
+  }
+  Value get(const std::string& key) const {
+    const auto v = obj_.find(key);
+    ACC_CHECK(v && !v->is_null(), where_, ": the field \"", key, "\" is missing");
+    return *v;
   }
   std::string str(const std::string& key) const {
     const auto v = get(key);
-    ACC_CHECK(v.isString(), where_, ".", key, " must be a string");
-    return v.toString();
+    ACC_CHECK(v.is_string(), where_, ".", key, " must be a string");
+    return std::string(v.as_string());
   }
   int64_t num(const std::string& key, int64_t min = 0) const {
+    const auto x = get(key).as_int64();
+    ACC_CHECK(x, where_, ".", key, " must be an integer");
+    ACC_CHECK(*x >= min, where_, ".", key, " is ", *x, ", expected at least ", min);
+    return *x;
+  }
+  bool flag(const std::string& key) const {
     const auto v = get(key);
-    ACC_CHECK(v.isInteger(), where_, ".", key, " must be an integer");
-    const auto x = v.convert<Poco::Int64>();
-    ACC_CHECK(x >= min, where_, ".", key, " is ", x, ", expected at least ", min);
-    return x;
+    ACC_CHECK(v.is_bool(), where_, ".", key, " must be true or false");
+    return v.as_bool();
   }
   Reader object(const std::string& key) const {
-    auto o = obj_->getObject(key);
-    ACC_CHECK(o, where_, ".", key, " must be an object");
-    return Reader(o, where_ + "." + key);
+    const auto v = obj_.find(key);
+    ACC_CHECK(v && v->is_object(), where_, ".", key, " must be an object");
+    return Reader(*v, where_ + "." + key);
   }
-  Array::Ptr array(const std::string& key) const {
-    auto a = obj_->getArray(key);
-    ACC_CHECK(a, where_, ".", key, " must be an array");
-    return a;
+  std::vector<Value> array(const std::string& key) const {
+    const auto v = obj_.find(key);
+    ACC_CHECK(v && v->is_array(), where_, ".", key, " must be an array");
+    return v->elements();
   }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    obj_->getNames(out);
-    return out;
+  // f(name, member) for each member, in order (an object of many members read in one pass).
+  template <class F>
+  void for_each_member(F f) const {
+    for (const auto& [name, value] : obj_.members()) f(std::string(name), value);
   }
-  Reader at(const Array::Ptr& a, size_t i, const std::string& key) const {
-    auto o = a->getObject(static_cast<unsigned>(i));
+  Reader at(const std::vector<Value>& a, size_t i, const std::string& key) const {
     const std::string where = where_ + "." + key + "[" + std::to_string(i) + "]";
-    ACC_CHECK(o, where, " must be an object");
-    return Reader(o, where);
+    ACC_CHECK(a[i].is_object(), where, " must be an object");
+    return Reader(a[i], where);
   }
   const std::string& where() const { return where_; }
 
  private:
-  Object::Ptr obj_;
+  Value obj_;
   std::string where_;
 };
 
@@ -122,11 +130,12 @@ ShardedModel::DimSlice parse_slice(const Reader& r, const Shape& shape) {
   const int64_t extent = shape[static_cast<size_t>(slice.dim)];
   const auto blocks = r.array("blocks");
   int64_t last = 0;
-  for (unsigned i = 0; i < blocks->size(); ++i) {
-    const auto block = blocks->getArray(i);
-    ACC_CHECK(block && block->size() == 2 && block->get(0).isInteger() && block->get(1).isInteger(),
-              r.where(), ".blocks[", i, "] must be [begin, end]");
-    const int64_t b = block->get(0).convert<Poco::Int64>(), e = block->get(1).convert<Poco::Int64>();
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto block = blocks[i].elements();
+    const auto b_of = block.size() == 2 ? block[0].as_int64() : std::nullopt;
+    const auto e_of = block.size() == 2 ? block[1].as_int64() : std::nullopt;
+    ACC_CHECK(blocks[i].is_array() && b_of && e_of, r.where(), ".blocks[", i, "] must be [begin, end]");
+    const int64_t b = *b_of, e = *e_of;
     ACC_CHECK(last <= b && b <= e && e <= extent, r.where(), ".blocks[", i, "] is [", b, ", ", e,
               "]: blocks must be ascending, disjoint and inside [0, ", extent, "]");
     slice.blocks.emplace_back(b, e);
@@ -148,22 +157,21 @@ int64_t held_elements(const Shape& shape, const std::optional<ShardedModel::DimS
 TensorRecord parse_tensor(const Reader& r) {
   TensorRecord t;
   const auto shape = r.array("shape");
-  for (unsigned i = 0; i < shape->size(); ++i) {
-    const auto v = shape->get(i);
-    ACC_CHECK(v.isInteger() && v.convert<Poco::Int64>() >= 0, r.where(), ".shape[", i,
-              "] must be a non-negative integer");
-    t.shape.push_back(v.convert<Poco::Int64>());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const auto d = shape[i].as_int64();
+    ACC_CHECK(d && *d >= 0, r.where(), ".shape[", i, "] must be a non-negative integer");
+    t.shape.push_back(*d);
   }
   ACC_CHECK(!r.has("dtype") || r.str("dtype") == "F32", r.where(), ".dtype is ", r.str("dtype"),
             "; this acc reads F32 checkpoints");
-  if (r.has("hf_transposed")) t.hf_transposed = r.get("hf_transposed").convert<bool>();
+  if (r.has("hf_transposed")) t.hf_transposed = r.flag("hf_transposed");
   if (r.has("step")) t.step = r.num("step");
   const auto pieces = r.array("pieces");
-  for (size_t i = 0; i < pieces->size(); ++i) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
     const Reader p = r.at(pieces, i, "pieces");
     PieceRecord rec{p.str("file"), p.str("entry"), p.num("begin"), p.num("count", 1),
                     static_cast<uint32_t>(p.num("crc32")), false};
-    if (p.has("transposed")) rec.transposed = p.get("transposed").convert<bool>();
+    if (p.has("transposed")) rec.transposed = p.flag("transposed");
     if (p.has("slice")) rec.slice = parse_slice(p.object("slice"), t.shape);
     const int64_t holds = held_elements(t.shape, rec.slice);
     ACC_CHECK(rec.begin + rec.count <= holds, p.where(), ": elements [", rec.begin, ", ",
@@ -224,15 +232,9 @@ std::string Manifest::to_json() const {
 }
 
 Manifest Manifest::parse(const std::string& json, const std::string& where) {
-  Object::Ptr obj;
-  try {
-    obj = Poco::JSON::Parser().parse(json).extract<Object::Ptr>();
-  } catch (const Poco::Exception& e) {
-    ACC_FAIL(where, ": not valid JSON (", e.displayText(), ")");
-  } catch (const std::exception& e) {
-    ACC_FAIL(where, ": not a JSON object (", e.what(), ")");
-  }
-  const Reader r(obj, where);
+  const io::JsonDocument doc(json, where);
+  ACC_CHECK(doc.root().is_object(), where, ": not a JSON object");
+  const Reader r(doc.root(), where);
   ACC_CHECK(r.has("format") && r.str("format") == kFormatName, where,
             ": not an acc checkpoint manifest (\"format\" is not \"", kFormatName, "\")");
   Manifest m;
@@ -249,15 +251,24 @@ Manifest Manifest::parse(const std::string& json, const std::string& where) {
     const Reader o = r.object("optimizer");
     m.optimizer = o.str("name");
     m.optimizer_steps = o.num("steps");
-    const auto names = o.array("state_names");
-    for (unsigned i = 0; i < names->size(); ++i) m.optimizer_state_names.push_back(names->get(i).toString());
+    for (const auto& name : o.array("state_names")) {
+      ACC_CHECK(name.is_string(), where, ".optimizer.state_names must hold strings");
+      m.optimizer_state_names.emplace_back(name.as_string());
+    }
   }
   if (r.has("scheduler_step")) m.scheduler_step = r.num("scheduler_step");
   m.config_yaml = r.has("config") ? r.str("config") : "";
   const Reader files = r.object("files");
-  for (const auto& name : files.names()) m.files[name] = static_cast<uint64_t>(files.num(name));
+  files.for_each_member([&](const std::string& name, Reader::Value v) {
+    const auto bytes = v.as_int64();
+    ACC_CHECK(bytes && *bytes >= 0, files.where(), ".", name, " must be a non-negative integer");
+    m.files[name] = static_cast<uint64_t>(*bytes);
+  });
   const Reader tensors = r.object("tensors");
-  for (const auto& name : tensors.names()) m.tensors[name] = parse_tensor(tensors.object(name));
+  tensors.for_each_member([&](const std::string& name, Reader::Value v) {
+    ACC_CHECK(v.is_object(), tensors.where(), ".", name, " must be an object");
+    m.tensors[name] = parse_tensor(Reader(v, tensors.where() + "." + name));
+  });
   return m;
 }
 

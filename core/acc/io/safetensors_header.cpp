@@ -1,14 +1,11 @@
 #include "acc/io/safetensors_header.h"
 
-#include <Poco/Exception.h>
-#include <Poco/JSON/Array.h>
-#include <Poco/JSON/Object.h>
-#include <Poco/JSON/Parser.h>
-
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <set>
 
+#include "acc/io/json_document.h"
 #include "acc/util/error.h"
 
 namespace acc::io::safetensors_detail {
@@ -43,40 +40,41 @@ DType parse_dtype(const std::string& code, const std::string& where) {
 }
 
 // A JSON integer that must be >= 0; `where` names the field for the error.
-uint64_t non_negative(const Poco::Dynamic::Var& v, const std::string& where) {
-  ACC_CHECK(v.isInteger(), where, ": expected a non-negative integer, got '", v.toString(), "'");
-  if (v.isSigned()) {
-    const auto x = v.convert<Poco::Int64>();
-    ACC_CHECK(x >= 0, where, ": expected a non-negative integer, got ", x);
-    return static_cast<uint64_t>(x);
-  }
-  return v.convert<Poco::UInt64>();
+uint64_t non_negative(const JsonDocument::Value& v, const std::string& where) {
+  const auto x = v.as_uint64();
+  ACC_CHECK(x, where, ": expected a non-negative integer, got ", v.describe());
+  return *x;
 }
 
-SafetensorsEntry parse_entry(const std::string& name, const Poco::JSON::Object::Ptr& obj,
-                             const std::string& where) {
-  for (const auto& key : obj->getNames())
-    ACC_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", where, ": unknown field '",
-              key, "' (expected dtype, shape, data_offsets)");
-  ACC_CHECK(obj->has("dtype") && obj->get("dtype").isString(), where,
-            ".dtype: missing or not a string");
-  ACC_CHECK(obj->isArray("shape"), where, ".shape: missing or not an array");
-  ACC_CHECK(obj->isArray("data_offsets"), where, ".data_offsets: missing or not an array");
+SafetensorsEntry parse_entry(std::string_view name, const JsonDocument::Value& obj, const std::string& where) {
+  std::optional<JsonDocument::Value> dtype, shape, offsets;
+  for (const auto& [key, value] : obj.members()) {
+    if (key == "dtype")
+      dtype = value;
+    else if (key == "shape")
+      shape = value;
+    else if (key == "data_offsets")
+      offsets = value;
+    else
+      ACC_FAIL(where, ": unknown field '", key, "' (expected dtype, shape, data_offsets)");
+  }
+  ACC_CHECK(dtype && dtype->is_string(), where, ".dtype: missing or not a string");
+  ACC_CHECK(shape && shape->is_array(), where, ".shape: missing or not an array");
+  ACC_CHECK(offsets && offsets->is_array(), where, ".data_offsets: missing or not an array");
 
   SafetensorsEntry e;
   e.name = name;
-  e.dtype = parse_dtype(obj->get("dtype").toString(), where);
-  const auto shape = obj->getArray("shape");
-  for (size_t i = 0; i < shape->size(); ++i) {
-    const uint64_t d = non_negative(shape->get(i), where + ".shape[" + std::to_string(i) + "]");
+  e.dtype = parse_dtype(std::string(dtype->as_string()), where);
+  const auto dims = shape->elements();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const uint64_t d = non_negative(dims[i], where + ".shape[" + std::to_string(i) + "]");
     ACC_CHECK(d < (uint64_t{1} << 48), where, ".shape[", i, "]: ", d, " is implausibly large");
     e.shape.push_back(static_cast<int64_t>(d));
   }
-  const auto offsets = obj->getArray("data_offsets");
-  ACC_CHECK(offsets->size() == 2, where, ".data_offsets: expected [begin, end], got ",
-            offsets->size(), " values");
-  e.begin = non_negative(offsets->get(0), where + ".data_offsets[0]");
-  e.end = non_negative(offsets->get(1), where + ".data_offsets[1]");
+  const auto range = offsets->elements();
+  ACC_CHECK(range.size() == 2, where, ".data_offsets: expected [begin, end], got ", range.size(), " values");
+  e.begin = non_negative(range[0], where + ".data_offsets[0]");
+  e.end = non_negative(range[1], where + ".data_offsets[1]");
   ACC_CHECK(e.begin <= e.end, where, ".data_offsets: begin ", e.begin, " > end ", e.end);
   const uint64_t expected = static_cast<uint64_t>(e.numel()) * dtype_size(e.dtype);
   ACC_CHECK(e.end - e.begin == expected, where, ": data_offsets [", e.begin, ", ", e.end,
@@ -132,34 +130,23 @@ std::string build_header(const std::vector<SafetensorsEntry>& entries,
 
 ParsedHeader parse_header(const std::string& json, uint64_t data_size, const std::string& file) {
   const std::string where = "safetensors '" + file + "': header";
-  Poco::JSON::Object::Ptr root;
-  try {
-    Poco::JSON::Parser parser;
-    Poco::Dynamic::Var parsed = parser.parse(json);
-    ACC_CHECK(parsed.type() == typeid(Poco::JSON::Object::Ptr), where,
-              ": expected a JSON object at the top level");
-    root = parsed.extract<Poco::JSON::Object::Ptr>();
-  } catch (const Poco::Exception& e) {
-    ACC_FAIL(where, ": invalid JSON (", e.displayText(), ")");
-  }
+  const JsonDocument doc(json, where);
+  ACC_CHECK(doc.root().is_object(), where, ": expected a JSON object at the top level");
 
   ParsedHeader header;
-  try {
-    for (const auto& name : root->getNames()) {
-      const std::string field = where + "[\"" + name + "\"]";
-      ACC_CHECK(root->isObject(name), field, ": expected an object");
-      const auto obj = root->getObject(name);
-      if (name == kMetadataKey) {
-        for (const auto& key : obj->getNames()) {
-          ACC_CHECK(obj->get(key).isString(), field, "[\"", key, "\"]: metadata values must be strings");
-          header.metadata[key] = obj->get(key).toString();
-        }
-        continue;
+  std::set<std::string_view> names;
+  for (const auto& [name, obj] : doc.root().members()) {
+    const std::string field = where + "[\"" + std::string(name) + "\"]";
+    ACC_CHECK(names.insert(name).second, field, ": named twice");
+    ACC_CHECK(obj.is_object(), field, ": expected an object");
+    if (name == kMetadataKey) {
+      for (const auto& [key, value] : obj.members()) {
+        ACC_CHECK(value.is_string(), field, "[\"", key, "\"]: metadata values must be strings");
+        header.metadata[std::string(key)] = value.as_string();
       }
-      header.entries.push_back(parse_entry(name, obj, field));
+      continue;
     }
-  } catch (const Poco::Exception& e) {
-    ACC_FAIL(where, ": ", e.displayText());
+    header.entries.push_back(parse_entry(name, obj, field));
   }
 
   auto& entries = header.entries;
