@@ -196,6 +196,14 @@ TEST(ManifestParse, AWrongFieldIsNamed) {
       {replaced("\"pieces\": [", "\"pieces\": [1, "), "manifest.json.tensors.c_fc.weight.pieces[0] must be an object"},
       {replaced("\"exp_avg_sq\"", "2"), "manifest.json.optimizer.state_names must hold strings"},
       {replaced("\"tensors\": {", "\"tensors\": [") , "manifest.json: invalid JSON"},
+      {replaced("\"crc32\": 4294967295", "\"crc32\": 4294967296"),
+       "manifest.json.tensors.c_fc.weight.pieces[0].crc32 is 4294967296, expected at most 4294967295"},
+      {replaced("\"version\": 1", "\"version\": 18446744073709551615"),
+       "manifest.json.version must be an integer that fits in 64 bits"},
+      {replaced("\"tensors\": {", "\"tensors\": {\n  \"x\": 1,"), "manifest.json.tensors.x must be an object"},
+      {replaced("\"files\": {", "\"files\": {\n  \"model.safetensors\": 1,"),
+       "manifest.json.files.model.safetensors is given twice"},
+      {"[" + text + "]", "manifest.json: not a JSON object"},
   };
   for (const auto& [bad, expected] : cases) {
     try {

@@ -64,7 +64,9 @@ void expect_same(const JsonDocument::Value& mine, const Poco::Dynamic::Var& poco
     for (size_t i = 0; i < names.size(); ++i) {
       EXPECT_EQ(members[i].first, names[i]) << path;
       expect_same(members[i].second, o->get(names[i]), path + "." + names[i]);
-      ASSERT_TRUE(mine.find(names[i]).has_value()) << path;
+      const auto found = mine.find(names[i]);
+      ASSERT_TRUE(found.has_value()) << path;
+      expect_same(*found, o->get(names[i]), path + "." + names[i] + " (found)");
     }
   } else if (poco.type() == typeid(Poco::JSON::Array::Ptr)) {
     const auto a = poco.extract<Poco::JSON::Array::Ptr>();
@@ -84,7 +86,9 @@ void expect_same(const JsonDocument::Value& mine, const Poco::Dynamic::Var& poco
       EXPECT_EQ(mine.as_uint64(), poco.convert<Poco::UInt64>()) << path;
   } else if (poco.isNumeric()) {
     ASSERT_EQ(mine.kind(), Kind::number) << path;
-    EXPECT_EQ(mine.describe(), std::to_string(poco.convert<double>())) << path;
+    std::ostringstream expected;
+    expected << poco.convert<double>();
+    EXPECT_EQ(mine.describe(), expected.str()) << path;
   } else {
     ASSERT_TRUE(mine.is_string()) << path;
     EXPECT_EQ(mine.as_string(), poco.convert<std::string>()) << path;
@@ -133,6 +137,23 @@ TEST(JsonDocument, RepeatedKeysAndEmptyContainers) {
   EXPECT_TRUE(doc.root().find("c")->elements().empty());
   EXPECT_FALSE(doc.root().find("d").has_value());
   EXPECT_FALSE(doc.root().find("c")->find("a").has_value());  // not an object
+}
+
+TEST(JsonDocument, EscapesAndEmptyStrings) {
+  const JsonDocument doc(R"({"": "", "line": "a\nb\t\"c\"", "accent": "\u00e9", "clef": "\ud834\udd1e",
+                             "small": 1e-7, "list": ["x", "", {"": 3}]})",
+                         "escapes");
+  const auto v = [&](const char* key) { return *doc.root().find(key); };
+  EXPECT_EQ(v("").as_string(), "");
+  EXPECT_EQ(v("line").as_string(), "a\nb\t\"c\"");
+  EXPECT_EQ(v("accent").as_string(), "\xc3\xa9");          // UTF-8
+  EXPECT_EQ(v("clef").as_string(), "\xf0\x9d\x84\x9e");  // a surrogate pair, as UTF-8
+  EXPECT_EQ(v("small").describe(), "1e-07");
+  EXPECT_EQ(v("line").describe(), "'a\nb\t\"c\"'");
+  const auto list = v("list").elements();
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[1].as_string(), "");
+  EXPECT_EQ(list[2].find("")->as_int64(), 3);
 }
 
 TEST(JsonDocument, InvalidTextNamesItsSource) {

@@ -1,11 +1,13 @@
 #include "acc/checkpoint/manifest.h"
 
-#include <Poco/Exception.h>
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 
 #include <cstdio>
+#include <limits>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include "acc/io/json_document.h"
 #include "acc/util/error.h"
@@ -39,10 +41,12 @@ class Reader {
     ACC_CHECK(v.is_string(), where_, ".", key, " must be a string");
     return std::string(v.as_string());
   }
-  int64_t num(const std::string& key, int64_t min = 0) const {
-    const auto x = get(key).as_int64();
-    ACC_CHECK(x, where_, ".", key, " must be an integer");
+  int64_t num(const std::string& key, int64_t min = 0, int64_t max = std::numeric_limits<int64_t>::max()) const {
+    const auto v = get(key);
+    const auto x = v.as_int64();
+    ACC_CHECK(x, where_, ".", key, " must be an integer", v.is_integer() ? " that fits in 64 bits" : "");
     ACC_CHECK(*x >= min, where_, ".", key, " is ", *x, ", expected at least ", min);
+    ACC_CHECK(*x <= max, where_, ".", key, " is ", *x, ", expected at most ", max);
     return *x;
   }
   bool flag(const std::string& key) const {
@@ -60,10 +64,15 @@ class Reader {
     ACC_CHECK(v && v->is_array(), where_, ".", key, " must be an array");
     return v->elements();
   }
-  // f(name, member) for each member, in order (an object of many members read in one pass).
+  // f(name, member) for each member, in order (an object of many members read in one pass);
+  // a name given twice is an error.
   template <class F>
   void for_each_member(F f) const {
-    for (const auto& [name, value] : obj_.members()) f(std::string(name), value);
+    std::set<std::string_view> names;
+    for (const auto& [name, value] : obj_.members()) {
+      ACC_CHECK(names.insert(name).second, where_, ".", name, " is given twice");
+      f(std::string(name), value);
+    }
   }
   Reader at(const std::vector<Value>& a, size_t i, const std::string& key) const {
     const std::string where = where_ + "." + key + "[" + std::to_string(i) + "]";
@@ -124,7 +133,7 @@ Object::Ptr tensor_json(const TensorRecord& t) {
 // A piece's slice: a dim of the tensor and ascending, disjoint [begin, end) ranges inside it.
 ShardedModel::DimSlice parse_slice(const Reader& r, const Shape& shape) {
   ShardedModel::DimSlice slice;
-  slice.dim = static_cast<int>(r.num("dim"));
+  slice.dim = static_cast<int>(r.num("dim", 0, std::numeric_limits<int>::max()));
   ACC_CHECK(static_cast<size_t>(slice.dim) < shape.size(), r.where(), ".dim is ", slice.dim,
             ", the tensor has ", shape.size(), " dimensions");
   const int64_t extent = shape[static_cast<size_t>(slice.dim)];
@@ -170,7 +179,7 @@ TensorRecord parse_tensor(const Reader& r) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     const Reader p = r.at(pieces, i, "pieces");
     PieceRecord rec{p.str("file"), p.str("entry"), p.num("begin"), p.num("count", 1),
-                    static_cast<uint32_t>(p.num("crc32")), false};
+                    static_cast<uint32_t>(p.num("crc32", 0, std::numeric_limits<uint32_t>::max())), false};
     if (p.has("transposed")) rec.transposed = p.flag("transposed");
     if (p.has("slice")) rec.slice = parse_slice(p.object("slice"), t.shape);
     const int64_t holds = held_elements(t.shape, rec.slice);
@@ -238,13 +247,13 @@ Manifest Manifest::parse(const std::string& json, const std::string& where) {
   ACC_CHECK(r.has("format") && r.str("format") == kFormatName, where,
             ": not an acc checkpoint manifest (\"format\" is not \"", kFormatName, "\")");
   Manifest m;
-  m.version = static_cast<int>(r.num("version", 1));
+  m.version = static_cast<int>(r.num("version", 1, std::numeric_limits<int>::max()));
   ACC_CHECK(m.version <= kFormatVersion, where, ": checkpoint format version ", m.version,
             " was written by a newer acc; this acc reads versions up to ", kFormatVersion);
   m.model = r.str("model");
   m.strategy = r.str("strategy");
   m.state_dict_type = r.str("state_dict_type");
-  m.world_size = static_cast<int>(r.num("world_size", 1));
+  m.world_size = static_cast<int>(r.num("world_size", 1, std::numeric_limits<int>::max()));
   const Reader pos = r.object("position");
   m.position = {pos.num("step"), pos.num("epoch"), pos.num("batch")};
   if (r.has("optimizer")) {

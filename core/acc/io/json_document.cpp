@@ -6,15 +6,16 @@
 
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "acc/util/error.h"
 
 namespace acc::io {
 
 // Poco's parser calls it value by value; it appends nodes to the document.
-class DocumentBuilder : public Poco::JSON::Handler {
+class JsonDocument::Builder : public Poco::JSON::Handler {
  public:
-  explicit DocumentBuilder(JsonDocument& doc) : doc_(doc) {}
+  Builder(JsonDocument& doc, const std::string& where) : doc_(doc), where_(where) {}
 
   void reset() override {
     doc_.nodes_.clear();
@@ -48,7 +49,7 @@ class DocumentBuilder : public Poco::JSON::Handler {
 
  private:
   uint32_t add(JsonDocument::Kind kind, uint64_t bits) {
-    ACC_CHECK(doc_.nodes_.size() < std::numeric_limits<uint32_t>::max(), "a JSON text of over 4G values");
+    ACC_CHECK(doc_.nodes_.size() < std::numeric_limits<uint32_t>::max(), where_, ": over 2^32 JSON values");
     JsonDocument::Node n;
     n.kind = kind;
     n.bits = bits;
@@ -67,24 +68,27 @@ class DocumentBuilder : public Poco::JSON::Handler {
     open_.pop_back();
   }
   std::pair<uint32_t, uint32_t> place(const std::string& s) {
-    ACC_CHECK(doc_.chars_.size() + s.size() < std::numeric_limits<uint32_t>::max(), "a JSON text of over 4 GiB");
+    ACC_CHECK(doc_.chars_.size() + s.size() < std::numeric_limits<uint32_t>::max(), where_,
+              ": over 2^32 bytes of JSON strings");
     const auto at = static_cast<uint32_t>(doc_.chars_.size());
     doc_.chars_ += s;
     return {at, static_cast<uint32_t>(s.size())};
   }
 
   JsonDocument& doc_;
+  const std::string& where_;
   std::vector<uint32_t> open_;  // the containers not yet closed
   std::pair<uint32_t, uint32_t> key_;
   bool has_key_ = false;
 };
 
 JsonDocument::JsonDocument(const std::string& text, const std::string& where) {
-  // About one value per 16 characters and fewer characters kept than read: one allocation each.
-  nodes_.reserve(text.size() / 16 + 1);
+  // About one value per 6 characters (a safetensors header has one per 7, a manifest one per
+  // 16; a denser text grows the array) and fewer characters kept than read: one allocation each.
+  nodes_.reserve(text.size() / 6 + 1);
   chars_.reserve(text.size());
   try {
-    Poco::JSON::Parser parser(new DocumentBuilder(*this));
+    Poco::JSON::Parser parser(new Builder(*this, where));
     parser.parse(text);
   } catch (const Poco::Exception& e) {
     ACC_FAIL(where, ": invalid JSON (", e.displayText(), ")");
@@ -119,7 +123,9 @@ std::string JsonDocument::Value::describe() const {
     case Kind::number: {
       double d;
       std::memcpy(&d, &node().bits, sizeof d);
-      return std::to_string(d);
+      std::ostringstream out;
+      out << d;
+      return out.str();
     }
     case Kind::string: {
       std::string quoted = "'";
