@@ -7,6 +7,7 @@
 // "!" = 0, "'s" = 338, "." = 13, "\n" = 198, " " = 220.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -17,6 +18,7 @@
 #include "acc/data/token_file.h"
 #include "acc/data/unicode.h"
 #include "acc/util/error.h"
+#include "support/test_support.h"
 
 using acc::data::Gpt2Tokenizer;
 using acc::data::unicode::CharClass;
@@ -124,6 +126,28 @@ TEST(Gpt2TokenizerFiles, MissingFilesSayHowToGetThem) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/acc-vocab/encoder.json"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("scripts/fetch-data"), std::string::npos);
   }
+}
+
+// A broken encoder.json (the vocab.bpe beside it is fine) is an error naming the file and what
+// is wrong with it.
+TEST(Gpt2TokenizerFiles, ABrokenEncoderIsNamed) {
+  const auto dir = acc::test::fresh_dir("broken_encoder");
+  std::ofstream(dir / "vocab.bpe") << "#version: 0.2\na b\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"a": 0, "b": )", "invalid JSON"},
+      {R"(["a", "b"])", "is not a JSON object of token ids"},
+      {R"({"a": 0, "b": 0})", "id 0 of token \"b\" is out of range or repeated (expected ids 0..1 once each)"},
+      {R"({"a": 0, "b": "1"})", "id '1' of token \"b\" is out of range"},
+      {R"({"a": 0, "b": 1})", "has no <|endoftext|> token"},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::ofstream(dir / "encoder.json") << text;
+    acc::test::expect_contains(acc::test::error_of([&] { Gpt2Tokenizer tok(dir); }),
+                                  {(dir / "encoder.json").string(), expected});
+  }
+  std::ofstream(dir / "encoder.json") << R"({"a": 1, "<|endoftext|>": 0})";
+  const Gpt2Tokenizer tok(dir);
+  EXPECT_EQ(tok.eot_token(), 0);
 }
 
 // End to end: scripts/fetch-data's Brown token files start with <|endoftext|> and decode to

@@ -1,9 +1,5 @@
 #include "acc/data/gpt2_tokenizer.h"
 
-#include <Poco/Exception.h>
-#include <Poco/JSON/Object.h>
-#include <Poco/JSON/Parser.h>
-
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -11,6 +7,7 @@
 #include "acc/data/data_dir.h"
 #include "acc/data/gpt2_pretokenize.h"
 #include "acc/data/unicode.h"
+#include "acc/io/json_document.h"
 #include "acc/util/error.h"
 
 namespace acc::data {
@@ -58,21 +55,17 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::filesystem::path& encoder_json,
                              const std::filesystem::path& vocab_bpe) {
   build_byte_tables(byte_to_char_, char_to_byte_);
 
-  try {
-    Poco::JSON::Parser parser;
-    const auto encoder = parser.parse(read_text(encoder_json)).extract<Poco::JSON::Object::Ptr>();
-    tokens_.resize(encoder->size());
-    for (const auto& [token, value] : *encoder) {
-      const int64_t id = value.convert<Poco::Int64>();
-      ACC_CHECK(id >= 0 && id < static_cast<int64_t>(tokens_.size()) && tokens_[id].empty(),
-                "Gpt2Tokenizer: '", encoder_json.string(), "': id ", id, " of token \"", token,
-                "\" is out of range or repeated (expected ids 0..", tokens_.size() - 1, " once each)");
-      tokens_[static_cast<size_t>(id)] = token;
-      ids_.emplace(token, static_cast<int32_t>(id));
-    }
-  } catch (const Poco::Exception& e) {
-    ACC_FAIL("Gpt2Tokenizer: '", encoder_json.string(), "' is not a JSON object of token ids (",
-             e.displayText(), ")");
+  const io::JsonDocument encoder(read_text(encoder_json), "Gpt2Tokenizer: '" + encoder_json.string() + "'");
+  ACC_CHECK(encoder.root().is_object(), "Gpt2Tokenizer: '", encoder_json.string(), "' is not a JSON object of token ids");
+  const auto members = encoder.root().members();
+  tokens_.resize(members.size());
+  for (const auto& [token, value] : members) {
+    const auto id = value.as_int64();
+    ACC_CHECK(id && *id >= 0 && *id < static_cast<int64_t>(tokens_.size()) && tokens_[*id].empty(), "Gpt2Tokenizer: '",
+              encoder_json.string(), "': id ", value.describe(), " of token \"", token,
+              "\" is out of range or repeated (expected ids 0..", tokens_.size() - 1, " once each)");
+    tokens_[static_cast<size_t>(*id)] = token;
+    ids_.emplace(token, static_cast<int32_t>(*id));
   }
   auto eot = ids_.find("<|endoftext|>");
   ACC_CHECK(eot != ids_.end(), "Gpt2Tokenizer: '", encoder_json.string(),
