@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "acc/util/error.h"
 

@@ -1,9 +1,10 @@
 #include "acc/io/safetensors_header.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "acc/io/json_document.h"
 #include "acc/util/error.h"
